@@ -1,0 +1,239 @@
+// Package backend is the code-runtime seam: the interface a Code Mode
+// execution substrate implements and the vocabulary it speaks.
+//
+// A Runtime is handed a program and named async bindings, runs the program
+// once, and reports what it returned and logged. It knows nothing about
+// tools: the registry turns tools into BindingFuncs before calling Run.
+// Every outcome of the program itself — success, a thrown exception, a
+// budget expiring, cancellation, the sandbox dying — is a RunResult whose
+// Error field says which; Run returns a Go error only for caller misuse.
+//
+// This package holds types only and imports nothing but the standard library.
+package backend
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+	"unicode/utf8"
+)
+
+// Language is the language a runtime's programs must be written in.
+type Language string
+
+const (
+	TypeScript Language = "typescript"
+	Python     Language = "python"
+)
+
+// Languages lists the languages this project knows, in a stable order.
+func Languages() []Language { return []Language{TypeScript, Python} }
+
+// ParseLanguage validates s as a Language.
+func ParseLanguage(s string) (Language, error) {
+	for _, l := range Languages() {
+		if string(l) == s {
+			return l, nil
+		}
+	}
+	return "", fmt.Errorf("unknown language %q (known: typescript, python)", s)
+}
+
+// Isolation describes the boundary a runtime puts around a program. It is
+// informational: a registry can tell backends apart, it does not gate on it.
+type Isolation string
+
+const (
+	// IsolationContainer: every program runs in a fresh, hardened container.
+	IsolationContainer Isolation = "container"
+	// IsolationInProcess: the program shares the host process (test doubles).
+	IsolationInProcess Isolation = "in-process"
+)
+
+// Runtime runs one program per call in a fresh sandbox.
+type Runtime interface {
+	// Language is the language programs must be written in.
+	Language() Language
+	// Isolation describes the sandbox boundary.
+	Isolation() Isolation
+	// Run executes req.Program. Cancelling ctx aborts the run; the result
+	// then has Error.Kind == FailureAbort. The error return is reserved for
+	// caller misuse (see ErrInvalidRequest, ErrClosed).
+	Run(ctx context.Context, req RunRequest) (RunResult, error)
+	// Close stops in-flight runs, waits for them to be torn down and
+	// releases the runtime's resources. Run after Close returns ErrClosed.
+	Close(ctx context.Context) error
+}
+
+// Misuse errors returned by Run. Implementations wrap them with detail.
+var (
+	ErrInvalidRequest = errors.New("invalid run request")
+	ErrClosed         = errors.New("runtime is closed")
+)
+
+// RunRequest holds every input of one run. Cancellation is the context
+// passed to Run.
+type RunRequest struct {
+	// Program is the source text: the body of an async function, so
+	// top-level await and return work.
+	Program string
+	// Bindings are the namespaces exposed to the program as globals.
+	Bindings []BindingNamespace
+	// Logs, when set, receives each log entry as it is captured, in order,
+	// from the run's goroutine. It must not block for long.
+	Logs func(LogEntry)
+}
+
+// BindingNamespace is one global object of async functions in the program.
+type BindingNamespace struct {
+	// Global is the name of the object, e.g. "tools".
+	Global string
+	// Functions maps each member name (any non-empty string) to its
+	// implementation.
+	Functions map[string]BindingFunc
+}
+
+// BindingFunc implements one binding. args is the JSON the program passed;
+// the returned JSON becomes the program-side resolution, a returned error a
+// program-side rejection carrying err.Error(). ctx is cancelled when the run
+// settles.
+type BindingFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// ValueKind says how RunResult.Value was produced.
+type ValueKind string
+
+const (
+	// ValueNone: the program returned nothing (undefined / None).
+	ValueNone ValueKind = ""
+	// ValueJSON: Value is the program's return value as JSON.
+	ValueJSON ValueKind = "json"
+	// ValueInspect: the value was not JSON; Value is a JSON string holding
+	// its util.inspect (TypeScript) or repr (Python) rendering.
+	ValueInspect ValueKind = "inspect"
+)
+
+// RunResult is everything a run produced.
+type RunResult struct {
+	Value     json.RawMessage
+	ValueKind ValueKind
+	Logs      []LogEntry
+	// Error is nil when the program completed.
+	Error *Failure
+	// LogsTruncated reports that log output past the cap was dropped.
+	LogsTruncated bool
+	// ValueTruncated reports that the value exceeded its cap; Value is
+	// then a JSON string holding the first bytes of the value's text.
+	ValueTruncated bool
+	Stats          RunStats
+}
+
+// RunStats are measurements of one run.
+type RunStats struct {
+	// Wall is the time from the program's start to its settlement.
+	Wall time.Duration
+	// CPU is the CPU time the sandbox used while running the program, when
+	// the backend can meter it.
+	CPU time.Duration
+	// Startup is the time spent getting a sandbox ready before the program
+	// started.
+	Startup time.Duration
+	// Calls counts binding calls the program made.
+	Calls int
+	// Warm reports that a pre-started sandbox served the run.
+	Warm bool
+}
+
+// LogSource says where a log entry was captured.
+type LogSource string
+
+const (
+	SourceConsole LogSource = "console"
+	SourceStdout  LogSource = "stdout"
+	SourceStderr  LogSource = "stderr"
+)
+
+// LogLevel is the level of a console entry.
+type LogLevel string
+
+const (
+	LevelLog   LogLevel = "log"
+	LevelInfo  LogLevel = "info"
+	LevelWarn  LogLevel = "warn"
+	LevelError LogLevel = "error"
+	LevelDebug LogLevel = "debug"
+)
+
+// LogEntry is one captured line or write.
+type LogEntry struct {
+	Source LogSource `json:"source"`
+	Level  LogLevel  `json:"level,omitempty"`
+	Text   string    `json:"text"`
+}
+
+// FailureKind classifies how a run failed. The kinds are orthogonal: a
+// timed-out run is not an exception, an abort is not a timeout.
+type FailureKind string
+
+const (
+	// FailureException: the program threw, or did not parse.
+	FailureException FailureKind = "exception"
+	// FailureTimeout: a budget expired; the message names which.
+	FailureTimeout FailureKind = "timeout"
+	// FailureAbort: the caller cancelled the run.
+	FailureAbort FailureKind = "abort"
+	// FailureOOM: the sandbox was killed for exceeding its memory limit.
+	FailureOOM FailureKind = "oom"
+	// FailureExit: the sandbox died some other way (or the runner broke
+	// protocol).
+	FailureExit FailureKind = "exit"
+)
+
+// Failure is a run's failure outcome.
+type Failure struct {
+	Kind    FailureKind `json:"kind"`
+	Message string      `json:"message"`
+}
+
+func (f *Failure) Error() string { return string(f.Kind) + ": " + f.Message }
+
+var globalName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedGlobals are names the runners bind themselves.
+var reservedGlobals = map[string]bool{
+	"console": true, "ToolCallError": true, "print": true, "globalThis": true,
+	"process": true, "require": true, "__builtins__": true,
+}
+
+// MaxFunctionNameBytes bounds a binding function name.
+const MaxFunctionNameBytes = 1024
+
+// Validate checks a request's shape: unique, well-formed namespace names
+// and non-empty function names with implementations. It returns an error
+// wrapping ErrInvalidRequest.
+func (r *RunRequest) Validate() error {
+	seen := make(map[string]bool, len(r.Bindings))
+	for _, ns := range r.Bindings {
+		if !globalName.MatchString(ns.Global) {
+			return fmt.Errorf("%w: binding namespace %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*)", ErrInvalidRequest, ns.Global)
+		}
+		if reservedGlobals[ns.Global] {
+			return fmt.Errorf("%w: binding namespace %q is reserved by the runner", ErrInvalidRequest, ns.Global)
+		}
+		if seen[ns.Global] {
+			return fmt.Errorf("%w: duplicate binding namespace %q", ErrInvalidRequest, ns.Global)
+		}
+		seen[ns.Global] = true
+		for name, fn := range ns.Functions {
+			if name == "" || len(name) > MaxFunctionNameBytes || !utf8.ValidString(name) {
+				return fmt.Errorf("%w: binding %s has an invalid function name %q (1..%d bytes of UTF-8)", ErrInvalidRequest, ns.Global, name, MaxFunctionNameBytes)
+			}
+			if fn == nil {
+				return fmt.Errorf("%w: binding %s[%q] has no implementation", ErrInvalidRequest, ns.Global, name)
+			}
+		}
+	}
+	return nil
+}

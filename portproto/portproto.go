@@ -1,0 +1,414 @@
+// Package portproto is the wire protocol between the host and a runner
+// inside a container.
+//
+// Transport: one websocket connection over the per-run Unix socket, text
+// frames only, one JSON object per frame, each with a "type" field.
+// Version 1 exchange:
+//
+//	runner → host  hello  {type, version, language, runner}   first frame, on connect
+//	host → runner  run    {type, version, program, sourceMap?, bindings, limits}
+//	runner → host  call   {type, id, global, name, args}      any number, ids unique
+//	host → runner  result {type, id, ok, value? | message?}   one per accepted call
+//	runner → host  log    {type, source, level?, text}        any number
+//	runner → host  done   {type, ok, value?, valueKind?, truncated?, error?}  last frame
+//
+// The host treats the runner as hostile: every decoder here rejects unknown
+// types, unknown fields, wrong field types, out-of-range values, invalid
+// UTF-8 and frames over the size limit. Decoding never panics. The same
+// rules are written down as JSON test vectors in testdata/vectors.json,
+// replayed by this package's tests and by each runner's own test.
+package portproto
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"unicode/utf8"
+)
+
+// Version is the protocol version both ends must speak.
+const Version = 1
+
+// Type names a message.
+type Type string
+
+const (
+	TypeHello  Type = "hello"
+	TypeRun    Type = "run"
+	TypeCall   Type = "call"
+	TypeResult Type = "result"
+	TypeLog    Type = "log"
+	TypeDone   Type = "done"
+)
+
+// Message is any decoded message.
+type Message interface{ MessageType() Type }
+
+// Hello is the runner's first frame.
+type Hello struct {
+	Type     Type   `json:"type"`
+	Version  int    `json:"version"`
+	Language string `json:"language"`
+	Runner   string `json:"runner"`
+}
+
+// Run hands the runner its program.
+type Run struct {
+	Type    Type   `json:"type"`
+	Version int    `json:"version"`
+	Program string `json:"program"`
+	// SourceMap is an optional source map (v3 JSON) from Program back to
+	// the model's original source, for TypeScript programs that were
+	// type-stripped host-side. Runners rewrite stack positions with it.
+	SourceMap string    `json:"sourceMap,omitempty"`
+	Bindings  []Binding `json:"bindings"`
+	Limits    Limits    `json:"limits"`
+}
+
+// Binding names the functions of one global namespace.
+type Binding struct {
+	Global    string   `json:"global"`
+	Functions []string `json:"functions"`
+}
+
+// Limits tells the runner the host's caps so it can truncate before
+// sending. The host enforces them again regardless.
+type Limits struct {
+	MaxLogBytes   int `json:"maxLogBytes"`
+	MaxValueBytes int `json:"maxValueBytes"`
+	MaxFrameBytes int `json:"maxFrameBytes"`
+}
+
+// Call is a binding invocation from the program.
+type Call struct {
+	Type   Type            `json:"type"`
+	ID     int64           `json:"id"`
+	Global string          `json:"global"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+}
+
+// Result settles one call.
+type Result struct {
+	Type    Type            `json:"type"`
+	ID      int64           `json:"id"`
+	OK      bool            `json:"ok"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+// Log is one captured console call or output write.
+type Log struct {
+	Type   Type   `json:"type"`
+	Source string `json:"source"`
+	Level  string `json:"level,omitempty"`
+	Text   string `json:"text"`
+}
+
+// Done is the runner's last frame.
+type Done struct {
+	Type Type `json:"type"`
+	OK   bool `json:"ok"`
+	// Value is present when the program returned something: JSON, or (with
+	// ValueKind "inspect") a JSON string holding its rendering.
+	Value     json.RawMessage `json:"value,omitempty"`
+	ValueKind string          `json:"valueKind,omitempty"`
+	// Truncated reports the runner cut Value to Limits.MaxValueBytes.
+	Truncated bool          `json:"truncated,omitempty"`
+	Error     *ProgramError `json:"error,omitempty"`
+}
+
+// ProgramError describes an exception the program raised.
+type ProgramError struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Stack   string `json:"stack,omitempty"`
+}
+
+func (*Hello) MessageType() Type  { return TypeHello }
+func (*Run) MessageType() Type    { return TypeRun }
+func (*Call) MessageType() Type   { return TypeCall }
+func (*Result) MessageType() Type { return TypeResult }
+func (*Log) MessageType() Type    { return TypeLog }
+func (*Done) MessageType() Type   { return TypeDone }
+
+// Protocol-wide bounds that do not depend on configuration.
+const (
+	// MaxID bounds call ids to integers exact in a float64 (JS numbers).
+	MaxID = 1<<53 - 1
+	// MaxNameBytes bounds global and function names.
+	MaxNameBytes = 1024
+	// MaxRunnerBytes bounds the runner identification string.
+	MaxRunnerBytes = 128
+	// MinFrameBytes is the smallest frame limit a host may configure.
+	MinFrameBytes = 4096
+)
+
+// Error is a protocol violation: the frame is malformed, disallowed, or
+// out of range. Code is a stable, machine-readable reason.
+type Error struct {
+	Code   string
+	Reason string
+}
+
+func (e *Error) Error() string { return "portproto: " + e.Code + ": " + e.Reason }
+
+// Error codes.
+const (
+	CodeTooLarge   = "too-large"
+	CodeNotUTF8    = "not-utf8"
+	CodeNotJSON    = "not-json"
+	CodeBadType    = "bad-type"
+	CodeBadField   = "bad-field"
+	CodeBadVersion = "bad-version"
+)
+
+func protoErr(code, format string, args ...any) error {
+	return &Error{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// IsProtocolError reports whether err is a protocol violation.
+func IsProtocolError(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe)
+}
+
+var globalRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Direction says which end sent a frame.
+type Direction string
+
+const (
+	RunnerToHost Direction = "runner-to-host"
+	HostToRunner Direction = "host-to-runner"
+)
+
+// Decode validates and decodes one frame sent in direction dir. maxFrame
+// bounds the frame size (0 means no bound beyond the transport's).
+func Decode(dir Direction, frame []byte, maxFrame int) (Message, error) {
+	if maxFrame > 0 && len(frame) > maxFrame {
+		return nil, protoErr(CodeTooLarge, "frame of %d bytes exceeds the %d-byte limit", len(frame), maxFrame)
+	}
+	if !utf8.Valid(frame) {
+		return nil, protoErr(CodeNotUTF8, "frame is not valid UTF-8")
+	}
+	var env struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if err := json.Unmarshal(frame, &env); err != nil {
+		return nil, protoErr(CodeNotJSON, "frame is not a JSON object: %v", err)
+	}
+	var typ string
+	if json.Unmarshal(env.Type, &typ) != nil {
+		return nil, protoErr(CodeBadType, "frame has no string \"type\"")
+	}
+	var msg Message
+	switch Type(typ) {
+	case TypeHello:
+		msg = &Hello{}
+	case TypeCall:
+		msg = &Call{}
+	case TypeLog:
+		msg = &Log{}
+	case TypeDone:
+		msg = &Done{}
+	case TypeRun:
+		msg = &Run{}
+	case TypeResult:
+		msg = &Result{}
+	default:
+		return nil, protoErr(CodeBadType, "unknown message type %q", truncate(typ))
+	}
+	if sent := senderOf(msg.MessageType()); sent != dir {
+		return nil, protoErr(CodeBadType, "%q is not a %s message", typ, dir)
+	}
+	if err := strictUnmarshal(frame, msg); err != nil {
+		return nil, err
+	}
+	if err := validate(msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+func senderOf(t Type) Direction {
+	switch t {
+	case TypeRun, TypeResult:
+		return HostToRunner
+	default:
+		return RunnerToHost
+	}
+}
+
+// fields lists each message's keys, matched exactly (encoding/json alone
+// would also accept them in any letter case).
+var fields = map[Type]map[string]bool{
+	TypeHello:  set("type", "version", "language", "runner"),
+	TypeRun:    set("type", "version", "program", "sourceMap", "bindings", "limits"),
+	TypeCall:   set("type", "id", "global", "name", "args"),
+	TypeResult: set("type", "id", "ok", "value", "message"),
+	TypeLog:    set("type", "source", "level", "text"),
+	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error"),
+}
+
+func set(keys ...string) map[string]bool {
+	m := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		m[k] = true
+	}
+	return m
+}
+
+func strictUnmarshal(frame []byte, msg Message) error {
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &keys); err != nil {
+		return protoErr(CodeNotJSON, "frame is not a JSON object: %v", err)
+	}
+	allowed := fields[msg.MessageType()]
+	for k := range keys {
+		if !allowed[k] {
+			return protoErr(CodeBadField, "%s: unknown field %q", msg.MessageType(), truncate(k))
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(frame))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(msg); err != nil {
+		return protoErr(CodeBadField, "%s: %v", msg.MessageType(), err)
+	}
+	return nil
+}
+
+func validate(m Message) error {
+	switch m := m.(type) {
+	case *Hello:
+		if m.Version != Version {
+			return protoErr(CodeBadVersion, "runner speaks version %d, host speaks %d", m.Version, Version)
+		}
+		if m.Language != "typescript" && m.Language != "python" {
+			return protoErr(CodeBadField, "hello: unknown language %q", truncate(m.Language))
+		}
+		if m.Runner == "" || len(m.Runner) > MaxRunnerBytes {
+			return protoErr(CodeBadField, "hello: runner must be 1..%d bytes", MaxRunnerBytes)
+		}
+	case *Run:
+		if m.Version != Version {
+			return protoErr(CodeBadVersion, "host speaks version %d, runner speaks %d", m.Version, Version)
+		}
+		seen := map[string]bool{}
+		for _, b := range m.Bindings {
+			if !globalRe.MatchString(b.Global) || len(b.Global) > MaxNameBytes {
+				return protoErr(CodeBadField, "run: binding global %q is not an identifier", truncate(b.Global))
+			}
+			if seen[b.Global] {
+				return protoErr(CodeBadField, "run: duplicate binding global %q", b.Global)
+			}
+			seen[b.Global] = true
+			names := map[string]bool{}
+			for _, f := range b.Functions {
+				if err := checkName("run: function", f); err != nil {
+					return err
+				}
+				if names[f] {
+					return protoErr(CodeBadField, "run: duplicate function %q in %s", truncate(f), b.Global)
+				}
+				names[f] = true
+			}
+		}
+		if m.Limits.MaxFrameBytes < MinFrameBytes || m.Limits.MaxLogBytes < 0 || m.Limits.MaxValueBytes < 0 {
+			return protoErr(CodeBadField, "run: limits out of range")
+		}
+	case *Call:
+		if err := checkID(m.ID); err != nil {
+			return err
+		}
+		if !globalRe.MatchString(m.Global) || len(m.Global) > MaxNameBytes {
+			return protoErr(CodeBadField, "call: global %q is not an identifier", truncate(m.Global))
+		}
+		if err := checkName("call: name", m.Name); err != nil {
+			return err
+		}
+		if len(m.Args) == 0 {
+			return protoErr(CodeBadField, "call: args is required (use null for none)")
+		}
+	case *Result:
+		if err := checkID(m.ID); err != nil {
+			return err
+		}
+		if m.OK && len(m.Value) == 0 {
+			return protoErr(CodeBadField, "result: ok result needs a value")
+		}
+		if !m.OK && len(m.Value) != 0 {
+			return protoErr(CodeBadField, "result: a failed result carries a message, not a value")
+		}
+	case *Log:
+		switch m.Source {
+		case "console":
+			switch m.Level {
+			case "log", "info", "warn", "error", "debug":
+			default:
+				return protoErr(CodeBadField, "log: console level %q is not one of log, info, warn, error, debug", truncate(m.Level))
+			}
+		case "stdout", "stderr":
+			if m.Level != "" {
+				return protoErr(CodeBadField, "log: %s entries carry no level", m.Source)
+			}
+		default:
+			return protoErr(CodeBadField, "log: source %q is not one of console, stdout, stderr", truncate(m.Source))
+		}
+	case *Done:
+		if m.OK {
+			if m.Error != nil {
+				return protoErr(CodeBadField, "done: ok done carries no error")
+			}
+			switch m.ValueKind {
+			case "":
+				if len(m.Value) != 0 {
+					return protoErr(CodeBadField, "done: value without valueKind")
+				}
+			case "json":
+				if len(m.Value) == 0 {
+					return protoErr(CodeBadField, "done: valueKind json without value")
+				}
+			case "inspect":
+				var s string
+				if json.Unmarshal(m.Value, &s) != nil {
+					return protoErr(CodeBadField, "done: an inspect value must be a JSON string")
+				}
+			default:
+				return protoErr(CodeBadField, "done: unknown valueKind %q", truncate(m.ValueKind))
+			}
+		} else {
+			if m.Error == nil {
+				return protoErr(CodeBadField, "done: failed done needs an error")
+			}
+			if len(m.Value) != 0 || m.ValueKind != "" || m.Truncated {
+				return protoErr(CodeBadField, "done: failed done carries no value")
+			}
+		}
+	}
+	return nil
+}
+
+func checkID(id int64) error {
+	if id < 1 || id > MaxID {
+		return protoErr(CodeBadField, "id %d out of range 1..2^53-1", id)
+	}
+	return nil
+}
+
+func checkName(what, s string) error {
+	if s == "" || len(s) > MaxNameBytes {
+		return protoErr(CodeBadField, "%s must be 1..%d bytes", what, MaxNameBytes)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
+}
