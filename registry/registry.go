@@ -1,0 +1,183 @@
+package registry
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// RunCode is the name of the reserved Code Mode transport tool. It cannot be
+// registered, restrictions never hide it, and it is never part of the SDK.
+const RunCode = "run_code"
+
+// Registry holds tools and presents them to a model natively, as a Code Mode
+// SDK behind run_code, or both. It is safe for concurrent use.
+type Registry struct {
+	cfg config
+
+	mu    sync.RWMutex
+	tools map[string]Tool
+
+	// renderers is the SDK renderer table; a field so in-package tests can
+	// observe which renderer assembly picked.
+	renderers map[backend.Language]sdkRenderer
+	// testHookSubmitted, when set by in-package tests, is called each time
+	// the bridge accepts a sub-call into its queue.
+	testHookSubmitted func(callID string)
+}
+
+type config struct {
+	mode      Mode
+	runtime   backend.Runtime
+	sink      func(Event)
+	logger    *slog.Logger
+	pre       []PreExecuteHook
+	guards    []Guard
+	post      []PostExecuteHook
+	observers []ResultObserver
+	err       error
+}
+
+// Option configures a Registry.
+type Option func(*config)
+
+// WithMode selects the presentation mode. The default is ModeNative. An
+// invalid mode is reported by Assemble and Execute (validate user input
+// early with ParseMode).
+func WithMode(m Mode) Option {
+	return func(c *config) {
+		mode, err := ParseMode(string(m))
+		if err != nil {
+			c.err = cmp.Or(c.err, err)
+			return
+		}
+		c.mode = mode
+	}
+}
+
+// WithRuntime sets the code runtime run_code executes programs on. The
+// registry looks it up only when Code Mode is assembled or run_code is
+// executed, so ModeNative needs none. The registry does not close it.
+func WithRuntime(rt backend.Runtime) Option {
+	return func(c *config) { c.runtime = rt }
+}
+
+// WithEventSink receives one tool/code-dispatch Event per sub-call made by a
+// run_code program. It is called synchronously from the run's dispatch
+// goroutine, in sub-call order, always before the run_code Execute returns;
+// it must not block for long. Without a sink, runs work the same and the
+// events are dropped.
+func WithEventSink(sink func(Event)) Option {
+	return func(c *config) { c.sink = sink }
+}
+
+// WithLogger sets the logger (default: discard). Keys are snake_case.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithPreExecute appends a hook run before the guards of every call.
+func WithPreExecute(h PreExecuteHook) Option {
+	return func(c *config) {
+		if h != nil {
+			c.pre = append(c.pre, h)
+		}
+	}
+}
+
+// WithGuard appends a guard consulted, in order, before every call executes.
+func WithGuard(g Guard) Option {
+	return func(c *config) {
+		if g != nil {
+			c.guards = append(c.guards, g)
+		}
+	}
+}
+
+// WithPostExecute appends a hook run on the result of every executed call.
+func WithPostExecute(h PostExecuteHook) Option {
+	return func(c *config) {
+		if h != nil {
+			c.post = append(c.post, h)
+		}
+	}
+}
+
+// WithResultObserver appends an observer notified of every final result.
+func WithResultObserver(o ResultObserver) Option {
+	return func(c *config) {
+		if o != nil {
+			c.observers = append(c.observers, o)
+		}
+	}
+}
+
+// New returns an empty registry.
+func New(opts ...Option) *Registry {
+	c := config{mode: ModeNative, logger: slog.New(slog.DiscardHandler)}
+	for _, o := range opts {
+		o(&c)
+	}
+	return &Registry{cfg: c, tools: make(map[string]Tool), renderers: sdkRenderers}
+}
+
+// Mode reports the configured presentation mode.
+func (r *Registry) Mode() Mode { return r.cfg.mode }
+
+// Register adds a tool. It rejects the reserved name run_code, an empty or
+// already registered name, a name that cannot be a binding (over
+// backend.MaxFunctionNameBytes or not UTF-8), a nil Execute and Parameters
+// that are not a JSON object. Nil Parameters mean {"type":"object"}.
+// Errors wrap errdefs.ErrInvalidArgument or errdefs.ErrAlreadyExists.
+func (r *Registry) Register(t Tool) error {
+	if err := t.validate(); err != nil {
+		return fmt.Errorf("register tool %q: %w", t.Name, err)
+	}
+	params, err := normalizeSchema(t.Parameters)
+	if err != nil {
+		return fmt.Errorf("register tool %q: %w", t.Name, err)
+	}
+	t.Parameters = params
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.tools[t.Name]; dup {
+		return fmt.Errorf("register tool %q: %w: a tool with this name is already registered", t.Name, errdefs.ErrAlreadyExists)
+	}
+	r.tools[t.Name] = t
+	return nil
+}
+
+// visible returns the registered tools the scope can see, sorted by name.
+func (r *Registry) visible(s Scope) []Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Tool, 0, len(r.tools))
+	for name, t := range r.tools {
+		if s.Allows(name) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, func(a, b Tool) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// lookup returns the registered tool name if the scope can see it.
+func (r *Registry) lookup(s Scope, name string) (Tool, bool) {
+	if !s.Allows(name) {
+		return Tool{}, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}

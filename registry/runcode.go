@@ -1,0 +1,126 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// BindingGlobal is the global a program reaches its tools through.
+const BindingGlobal = "tools"
+
+// CodeRunFailedError is a run_code program's failure outcome, as the runtime
+// reported it: an exception, a budget expiring, an abort, an OOM kill or the
+// sandbox exiting. It is the Err of the run_code error result; the result's
+// CodeRun holds the full run (logs, stats).
+type CodeRunFailedError struct {
+	Kind    backend.FailureKind `json:"kind"`
+	Message string              `json:"message"`
+}
+
+func (e *CodeRunFailedError) Error() string {
+	return fmt.Sprintf("code run failed (%s): %s", e.Kind, e.Message)
+}
+
+// Program returns the program text of a run_code execution, "" for any
+// other tool. Guards can use it to inspect a program before it runs.
+func (e Execution) Program() string {
+	if e.Name != RunCode {
+		return ""
+	}
+	p, _ := parseRunCodeArgs(e.Arguments)
+	return p
+}
+
+// parseRunCodeArgs extracts the program from normalized run_code arguments.
+// Fields other than code are ignored.
+func parseRunCodeArgs(args json.RawMessage) (string, error) {
+	var a struct {
+		Code *string `json:"code"`
+	}
+	if err := json.Unmarshal(args, &a); err != nil || a.Code == nil {
+		return "", fmt.Errorf("%w: %s needs arguments {\"code\": string}", errdefs.ErrInvalidArgument, RunCode)
+	}
+	if strings.TrimSpace(*a.Code) == "" {
+		return "", fmt.Errorf("%w: %s: code is empty", errdefs.ErrInvalidArgument, RunCode)
+	}
+	return *a.Code, nil
+}
+
+// runCode executes a run_code call: it bridges the scope's tools into the
+// program, runs it, settles the bridge and shapes the outcome.
+func (r *Registry) runCode(ctx context.Context, exec Execution) Result {
+	rt, _, _, err := r.codeRuntime()
+	if err != nil {
+		return errorResult(fmt.Errorf("%s: %w", RunCode, err))
+	}
+	b := r.newBridge(ctx, exec)
+	runRes, runErr := func() (backend.RunResult, error) {
+		defer b.settle() // also when Run panics: no dispatch goroutine survives
+		return rt.Run(b.ctx, backend.RunRequest{
+			Program:  exec.Program(),
+			Bindings: []backend.BindingNamespace{{Global: BindingGlobal, Functions: b.functions()}},
+		})
+	}()
+	if runErr != nil {
+		return errorResult(fmt.Errorf("%s: code runtime: %w", RunCode, runErr))
+	}
+	output := renderOutput(&runRes)
+	res := Result{CodeRun: &runRes}
+	if f := runRes.Error; f != nil {
+		failed := &CodeRunFailedError{Kind: f.Kind, Message: f.Message}
+		text := failed.Error()
+		if output != "" {
+			text = output + "\n" + text
+		}
+		res.Content, res.IsError, res.Err = []Block{TextBlock(text)}, true, failed
+	} else {
+		if output == "" {
+			output = "(no output)"
+		}
+		res.Content = []Block{TextBlock(output)}
+	}
+	res.Card = &Card{Type: CardGeneric, Content: res.Text()}
+	return res
+}
+
+// renderOutput is the captured output as the model sees it: one line per
+// log entry, then the value if the program returned one (a string value
+// unquoted, any other JSON as is), with truncation noted.
+func renderOutput(rr *backend.RunResult) string {
+	var lines []string
+	for _, e := range rr.Logs {
+		lines = append(lines, strings.TrimSuffix(e.Text, "\n"))
+	}
+	if rr.LogsTruncated {
+		lines = append(lines, "[log output truncated]")
+	}
+	v := bytes.TrimSpace(rr.Value)
+	returned := len(v) > 0 && (rr.ValueKind != backend.ValueNone || !bytes.Equal(v, []byte("null")))
+	if returned {
+		var s string
+		if err := json.Unmarshal(v, &s); err == nil {
+			lines = append(lines, s)
+		} else {
+			lines = append(lines, string(v))
+		}
+		if rr.ValueTruncated {
+			lines = append(lines, "[value truncated]")
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// errRunSettled rejects a binding called after its run settled.
+var errRunSettled = errors.New("the run_code program has settled")
+
+// ErrCallAbandoned is wrapped by the rejection of a sub-call that was
+// queued but never started: the run settled or was cancelled first.
+var ErrCallAbandoned = errors.New("tool call abandoned before it started")

@@ -1,0 +1,159 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// Tool is a capability the model can call, natively or from a program.
+type Tool struct {
+	// Name identifies the tool: any non-empty UTF-8 string of at most
+	// backend.MaxFunctionNameBytes bytes except "run_code". Programs reach
+	// it as tools["name"].
+	Name        string
+	Description string
+	// Parameters is the JSON Schema (a JSON object) of the arguments. Nil
+	// means {"type":"object"}. The registry does not validate arguments
+	// against it: that is the tool's job.
+	Parameters json.RawMessage
+	// Execute runs the tool. A returned error makes the call an error
+	// result whose text is err.Error(); from a program, it rejects the
+	// binding with that message. ctx is cancelled when the caller gives up
+	// (for a sub-call: when the run_code run settles).
+	Execute func(ctx context.Context, exec Execution) ([]Block, error)
+}
+
+// Execution is the immutable identity and input of one call, as hooks,
+// guards, observers and the tool itself see it.
+type Execution struct {
+	// CallID is the call's id: the caller's for a native call,
+	// "<parent>:code:<n>" for the n-th sub-call of a run_code program.
+	CallID string
+	// Name is the tool's name.
+	Name string
+	// Arguments is the canonical JSON of the arguments (see Execute).
+	Arguments json.RawMessage
+	// Parent is the run_code call id for a sub-call, "" for a native call.
+	Parent string
+	// Scope is the visibility scope of the call (inherited by sub-calls).
+	Scope Scope
+}
+
+// BlockType names the kind of a content Block.
+type BlockType string
+
+const (
+	BlockText  BlockType = "text"
+	BlockImage BlockType = "image"
+)
+
+// Block is one piece of a tool's result content. Text blocks carry Text;
+// other types (image, or any other type name such as "audio" or
+// "resource") carry MimeType and Data. Data is base64 in JSON.
+type Block struct {
+	Type     BlockType `json:"type"`
+	Text     string    `json:"text,omitempty"`
+	MimeType string    `json:"mimeType,omitempty"`
+	Data     []byte    `json:"data,omitempty"`
+}
+
+// TextBlock returns a text block.
+func TextBlock(s string) Block { return Block{Type: BlockText, Text: s} }
+
+// ImageBlock returns an image block.
+func ImageBlock(mimeType string, data []byte) Block {
+	return Block{Type: BlockImage, MimeType: mimeType, Data: data}
+}
+
+// String renders the block as a program sees it: the text of a text block,
+// a placeholder such as "[image: image/png, 1234 bytes]" for anything else.
+func (b Block) String() string {
+	if b.Type == BlockText {
+		return b.Text
+	}
+	typ := string(b.Type)
+	if typ == "" {
+		typ = "unknown"
+	}
+	var parts []string
+	if b.MimeType != "" {
+		parts = append(parts, b.MimeType)
+	}
+	if len(b.Data) > 0 || b.MimeType != "" {
+		parts = append(parts, fmt.Sprintf("%d bytes", len(b.Data)))
+	}
+	if len(parts) == 0 {
+		return "[" + typ + "]"
+	}
+	return "[" + typ + ": " + strings.Join(parts, ", ") + "]"
+}
+
+// joinBlocks renders blocks as one string, one block per line.
+func joinBlocks(blocks []Block) string {
+	parts := make([]string, len(blocks))
+	for i, b := range blocks {
+		parts[i] = b.String()
+	}
+	return strings.Join(parts, "\n")
+}
+
+func cloneBlocks(blocks []Block) []Block {
+	if blocks == nil {
+		return nil
+	}
+	out := make([]Block, len(blocks))
+	for i, b := range blocks {
+		if b.Data != nil {
+			b.Data = append([]byte(nil), b.Data...)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+func (t *Tool) validate() error {
+	switch {
+	case t.Name == "":
+		return fmt.Errorf("%w: empty tool name", errdefs.ErrInvalidArgument)
+	case t.Name == RunCode:
+		return fmt.Errorf("%w: %q is reserved for the Code Mode transport", errdefs.ErrInvalidArgument, RunCode)
+	case !utf8.ValidString(t.Name):
+		return fmt.Errorf("%w: tool name is not valid UTF-8", errdefs.ErrInvalidArgument)
+	case len(t.Name) > backend.MaxFunctionNameBytes:
+		return fmt.Errorf("%w: tool name is longer than %d bytes", errdefs.ErrInvalidArgument, backend.MaxFunctionNameBytes)
+	case t.Execute == nil:
+		return fmt.Errorf("%w: tool has no Execute function", errdefs.ErrInvalidArgument)
+	}
+	return nil
+}
+
+var defaultSchema = json.RawMessage(`{"type":"object"}`)
+
+// normalizeSchema checks that a parameters schema is a JSON object without
+// duplicate keys and returns it compacted. Key order is kept: renderers may
+// present properties in the order the tool wrote them.
+func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		return defaultSchema, nil
+	}
+	v, err := decodeCanonical(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parameters schema: %w", errdefs.ErrInvalidArgument, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, fmt.Errorf("%w: parameters schema must be a JSON object", errdefs.ErrInvalidArgument)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, fmt.Errorf("%w: parameters schema: %w", errdefs.ErrInvalidArgument, err)
+	}
+	return buf.Bytes(), nil
+}
