@@ -1,0 +1,193 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/dsh-container/dsh-container/portproto"
+)
+
+// bridge is the host end of one run's websocket bridge: a private
+// directory holding a Unix socket, served by a websocket endpoint that
+// accepts exactly one connection.
+type bridge struct {
+	dir      string
+	ln       net.Listener
+	srv      *http.Server
+	maxFrame int
+
+	accepted atomic.Bool
+	connCh   chan *peer // receives the one accepted connection
+	served   chan struct{}
+}
+
+const (
+	writeTimeout     = 10 * time.Second
+	handshakeTimeout = 10 * time.Second
+)
+
+// newBridge creates a private directory under base and starts serving a
+// websocket endpoint on a socket inside it.
+func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	dir, err := os.MkdirTemp(base, sockDirPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	defer func() {
+		if retErr != nil {
+			os.RemoveAll(dir)
+		}
+	}()
+	// The container's user must traverse the directory and connect to the
+	// socket; it is mounted read-only, and its parent stays private.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, SocketName)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("bridge socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	b := &bridge{
+		dir:      dir,
+		ln:       ln,
+		maxFrame: maxFrame,
+		connCh:   make(chan *peer, 1),
+		served:   make(chan struct{}),
+	}
+	b.srv = &http.Server{
+		Handler:           http.HandlerFunc(b.serveHTTP),
+		ReadHeaderTimeout: handshakeTimeout,
+		ErrorLog:          nil,
+	}
+	go func() {
+		defer close(b.served)
+		_ = b.srv.Serve(ln)
+	}()
+	return b, nil
+}
+
+var upgrader = websocket.Upgrader{
+	HandshakeTimeout: handshakeTimeout,
+	ReadBufferSize:   32 << 10,
+	WriteBufferSize:  32 << 10,
+	// The peer is on a private Unix socket; there is no browser origin.
+	CheckOrigin: func(*http.Request) bool { return true },
+}
+
+func (b *bridge) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1" {
+		http.Error(w, "unknown path", http.StatusNotFound)
+		return
+	}
+	if !b.accepted.CompareAndSwap(false, true) {
+		http.Error(w, "bridge already connected", http.StatusConflict)
+		return
+	}
+	c, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	c.SetReadLimit(int64(b.maxFrame))
+	b.connCh <- newPeer(c, b.maxFrame)
+}
+
+// close stops serving, closes the socket and removes the directory.
+func (b *bridge) close(ctx context.Context) error {
+	err := b.srv.Shutdown(ctx)
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	if err != nil {
+		b.srv.Close()
+	}
+	<-b.served
+	// A connection that was accepted but never consumed is closed here.
+	select {
+	case p := <-b.connCh:
+		p.close()
+	default:
+	}
+	return errors.Join(err, os.RemoveAll(b.dir))
+}
+
+// frame is one decoded message from the runner, or the error that ended
+// the connection.
+type frame struct {
+	msg portproto.Message
+	err error
+}
+
+// peer is an accepted connection. A reader goroutine decodes frames into
+// frames until the connection fails; writes are serialized.
+type peer struct {
+	c      *websocket.Conn
+	frames chan frame
+	stop   chan struct{}
+	done   chan struct{}
+	wmu    sync.Mutex
+	once   sync.Once
+}
+
+func newPeer(c *websocket.Conn, maxFrame int) *peer {
+	p := &peer{c: c, frames: make(chan frame), stop: make(chan struct{}), done: make(chan struct{})}
+	go p.readLoop(maxFrame)
+	return p
+}
+
+func (p *peer) readLoop(maxFrame int) {
+	defer close(p.done)
+	for {
+		typ, data, err := p.c.ReadMessage()
+		var f frame
+		switch {
+		case err != nil:
+			f.err = err
+		case typ != websocket.TextMessage:
+			f.err = &portproto.Error{Code: portproto.CodeBadType, Reason: "binary frames are not part of the protocol"}
+		default:
+			f.msg, f.err = portproto.Decode(portproto.RunnerToHost, data, maxFrame)
+		}
+		select {
+		case p.frames <- f:
+		case <-p.stop:
+			return
+		}
+		if f.err != nil {
+			return
+		}
+	}
+}
+
+func (p *peer) send(v any) error {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_ = p.c.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return p.c.WriteJSON(v)
+}
+
+// close ends the connection and waits for the reader to stop.
+func (p *peer) close() {
+	p.once.Do(func() {
+		close(p.stop)
+		p.c.Close()
+	})
+	<-p.done
+}

@@ -1,0 +1,373 @@
+// Package docker implements the container runtime's Driver on the Docker
+// Engine API, negotiating the API version with the daemon (20.10 speaks
+// 1.41). It translates a container.Spec faithfully — the hardening preset
+// is decided by the runtime, not here — and translates transport errors
+// once, at this edge, into errdefs classes with a fix in the message.
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	dtypes "github.com/docker/docker/api/types"
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	"github.com/docker/go-units"
+
+	"github.com/dsh-container/dsh-container/backend/container"
+)
+
+// apiClient is the part of the Docker client the driver uses, so tests
+// can fake the transport.
+type apiClient interface {
+	ContainerCreate(ctx context.Context, config *dcontainer.Config, hostConfig *dcontainer.HostConfig, networkingConfig *network.NetworkingConfig, platform any, containerName string) (dcontainer.CreateResponse, error)
+	ContainerAttach(ctx context.Context, container string, options dcontainer.AttachOptions) (dtypes.HijackedResponse, error)
+	ContainerStart(ctx context.Context, container string, options dcontainer.StartOptions) error
+	ContainerWait(ctx context.Context, container string, condition dcontainer.WaitCondition) (<-chan dcontainer.WaitResponse, <-chan error)
+	ContainerInspect(ctx context.Context, container string) (dcontainer.InspectResponse, error)
+	ContainerStatsOneShot(ctx context.Context, container string) (dcontainer.StatsResponseReader, error)
+	ContainerKill(ctx context.Context, container, signal string) error
+	ContainerRemove(ctx context.Context, container string, options dcontainer.RemoveOptions) error
+	ContainerList(ctx context.Context, options dcontainer.ListOptions) ([]dcontainer.Summary, error)
+}
+
+// Driver drives containers through a Docker daemon.
+type Driver struct {
+	api apiClient
+	cli *client.Client
+
+	mu      sync.Mutex
+	cgroups map[string]string // container id → cpu usage file
+}
+
+var _ container.Driver = (*Driver)(nil)
+
+// New connects to the daemon named by the environment (DOCKER_HOST...,
+// default unix:///var/run/docker.sock) and negotiates the API version.
+func New(ctx context.Context) (*Driver, error) {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("%w: docker client: %w", errdefs.ErrInvalidArgument, err)
+	}
+	if _, err := cli.Ping(ctx); err != nil {
+		cli.Close()
+		return nil, translate(err, "")
+	}
+	return &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]string{}}, nil
+}
+
+// Client exposes the underlying client for tooling (doctor, images).
+func (d *Driver) Client() *client.Client { return d.cli }
+
+// Close releases the client.
+func (d *Driver) Close() error {
+	if d.cli == nil {
+		return nil
+	}
+	return d.cli.Close()
+}
+
+// dockerAPI adapts *client.Client to apiClient (ContainerCreate's platform
+// parameter type differs).
+type dockerAPI struct{ *client.Client }
+
+func (a dockerAPI) ContainerCreate(ctx context.Context, config *dcontainer.Config, hostConfig *dcontainer.HostConfig, networkingConfig *network.NetworkingConfig, _ any, name string) (dcontainer.CreateResponse, error) {
+	return a.Client.ContainerCreate(ctx, config, hostConfig, networkingConfig, nil, name)
+}
+
+// Translate maps a Spec onto the Docker API's container and host config.
+func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
+	cfg := &dcontainer.Config{
+		Image:           s.Image,
+		Cmd:             s.Cmd,
+		Env:             s.Env,
+		User:            s.User,
+		WorkingDir:      s.WorkingDir,
+		Labels:          s.Labels,
+		NetworkDisabled: s.NetworkDisabled,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		// Clear any entrypoint the image declares: Cmd is the whole command.
+		Entrypoint: []string{},
+	}
+	nproc := s.Pids
+	init := s.Init
+	hc := &dcontainer.HostConfig{
+		ReadonlyRootfs: s.ReadOnlyRoot,
+		Init:           &init,
+		Runtime:        s.OCIRuntime,
+		Resources: dcontainer.Resources{
+			Memory:     s.MemoryBytes,
+			MemorySwap: s.MemoryBytes,
+			NanoCPUs:   s.NanoCPUs,
+			PidsLimit:  &nproc,
+			Ulimits: []*units.Ulimit{
+				{Name: "nofile", Soft: s.NoFile, Hard: s.NoFile},
+			},
+		},
+		Tmpfs: map[string]string{
+			"/tmp": "rw,noexec,nosuid,nodev,size=" + strconv.FormatInt(s.TmpfsBytes, 10),
+		},
+	}
+	if s.NetworkDisabled {
+		hc.NetworkMode = "none"
+	}
+	if s.CapDropAll {
+		hc.CapDrop = []string{"ALL"}
+	}
+	if s.NoNewPrivileges {
+		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
+	}
+	if s.IPCPrivate {
+		hc.IpcMode = "private"
+	}
+	if s.LogDriverNone {
+		hc.LogConfig = dcontainer.LogConfig{Type: "none"}
+	}
+	if s.BindDir != "" {
+		hc.Mounts = []mount.Mount{{
+			Type:     mount.TypeBind,
+			Source:   s.BindDir,
+			Target:   container.BridgeDir,
+			ReadOnly: true,
+		}}
+	}
+	return cfg, hc
+}
+
+// Create implements container.Driver.
+func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
+	cfg, hc := Translate(s)
+	resp, err := d.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
+	if err != nil {
+		return "", translate(err, s.Image)
+	}
+	return resp.ID, nil
+}
+
+// Attach implements container.Driver.
+func (d *Driver) Attach(ctx context.Context, id string) (container.Streams, error) {
+	hj, err := d.api.ContainerAttach(ctx, id, dcontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return container.Streams{}, translate(err, "")
+	}
+	outR, outW := io.Pipe()
+	errR, errW := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(outW, errW, hj.Reader)
+		outW.CloseWithError(err)
+		errW.CloseWithError(err)
+	}()
+	var once sync.Once
+	return container.Streams{
+		Stdout: outR,
+		Stderr: errR,
+		Close: func() error {
+			once.Do(func() {
+				hj.Close()
+				outR.Close()
+				errR.Close()
+			})
+			return nil
+		},
+	}, nil
+}
+
+// Start implements container.Driver.
+func (d *Driver) Start(ctx context.Context, id string) error {
+	if err := d.api.ContainerStart(ctx, id, dcontainer.StartOptions{}); err != nil {
+		return translate(err, "")
+	}
+	return nil
+}
+
+// Wait implements container.Driver. The status carries OOMKilled from an
+// inspect after the container stops.
+func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStatus, error) {
+	// The wait outlives the call that set it up: it ends when the
+	// container stops or is removed.
+	waitCtx := context.WithoutCancel(ctx)
+	resCh, errCh := d.api.ContainerWait(waitCtx, id, dcontainer.WaitConditionNextExit)
+	out := make(chan container.ExitStatus, 1)
+	go func() {
+		var st container.ExitStatus
+		select {
+		case r := <-resCh:
+			st.Code = int(r.StatusCode)
+			if r.Error != nil && r.Error.Message != "" {
+				st.Err = errors.New(r.Error.Message)
+			}
+		case err := <-errCh:
+			st.Code = -1
+			st.Err = translate(err, "")
+		}
+		ictx, cancel := context.WithTimeout(waitCtx, 10*time.Second)
+		defer cancel()
+		if info, err := d.api.ContainerInspect(ictx, id); err == nil && info.State != nil {
+			st.OOMKilled = info.State.OOMKilled
+			if st.Err != nil && !info.State.Running {
+				st.Code, st.Err = info.State.ExitCode, nil
+			}
+		}
+		out <- st
+	}()
+	return out, nil
+}
+
+// CPUUsage implements container.Driver: it reads the container's cgroup
+// CPU accounting file directly when the host can see it (v1 cpuacct.usage
+// or v2 cpu.stat), and falls back to the stats API.
+func (d *Driver) CPUUsage(ctx context.Context, id string) (time.Duration, error) {
+	d.mu.Lock()
+	path, known := d.cgroups[id]
+	d.mu.Unlock()
+	if !known {
+		path = d.findCgroup(ctx, id)
+		d.mu.Lock()
+		d.cgroups[id] = path
+		d.mu.Unlock()
+	}
+	if path != "" {
+		if v, err := readCPUFile(path); err == nil {
+			return v, nil
+		}
+	}
+	stats, err := d.api.ContainerStatsOneShot(ctx, id)
+	if err != nil {
+		return 0, translate(err, "")
+	}
+	defer stats.Body.Close()
+	var s dcontainer.StatsResponse
+	if err := jsonDecode(stats.Body, &s); err != nil {
+		return 0, err
+	}
+	return time.Duration(s.CPUStats.CPUUsage.TotalUsage), nil
+}
+
+// findCgroup locates the container's CPU accounting file through its init
+// process's /proc/<pid>/cgroup. It returns "" when the host cannot see it
+// (another machine, another pid namespace).
+func (d *Driver) findCgroup(ctx context.Context, id string) string {
+	info, err := d.api.ContainerInspect(ctx, id)
+	if err != nil || info.State == nil || info.State.Pid == 0 {
+		return ""
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.State.Pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" { // cgroup v2
+			p := filepath.Join("/sys/fs/cgroup", parts[2], "cpu.stat")
+			if _, err := os.Stat(p); err == nil {
+				return p
+			}
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c == "cpuacct" {
+				for _, mnt := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
+					p := filepath.Join("/sys/fs/cgroup", mnt, parts[2], "cpuacct.usage")
+					if _, err := os.Stat(p); err == nil {
+						return p
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func readCPUFile(path string) (time.Duration, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if strings.HasSuffix(path, "cpuacct.usage") {
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+		return time.Duration(ns), err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
+			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return time.Duration(us) * time.Microsecond, err
+		}
+	}
+	return 0, fmt.Errorf("%s: no usage_usec", path)
+}
+
+// Kill implements container.Driver.
+func (d *Driver) Kill(ctx context.Context, id string) error {
+	if err := d.api.ContainerKill(ctx, id, "KILL"); err != nil {
+		return translate(err, "")
+	}
+	return nil
+}
+
+// Remove implements container.Driver.
+func (d *Driver) Remove(ctx context.Context, id string) error {
+	d.mu.Lock()
+	delete(d.cgroups, id)
+	d.mu.Unlock()
+	if err := d.api.ContainerRemove(ctx, id, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+		return translate(err, "")
+	}
+	return nil
+}
+
+// List implements container.Driver.
+func (d *Driver) List(ctx context.Context, label, value string) ([]container.ContainerInfo, error) {
+	list, err := d.api.ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label+"="+value))})
+	if err != nil {
+		return nil, translate(err, "")
+	}
+	out := make([]container.ContainerInfo, 0, len(list))
+	for _, c := range list {
+		out = append(out, container.ContainerInfo{
+			ID:      c.ID,
+			Labels:  c.Labels,
+			Created: time.Unix(c.Created, 0),
+			Running: c.State == "running",
+		})
+	}
+	return out, nil
+}
+
+// translate classifies a Docker client error once, with a fix.
+func translate(err error, image string) error {
+	if err == nil {
+		return nil
+	}
+	switch {
+	case client.IsErrConnectionFailed(err), isDial(err):
+		return fmt.Errorf("%w: cannot reach the Docker daemon (%v); start it (e.g. `systemctl start docker` or `dockerd &`) or set DOCKER_HOST", errdefs.ErrUnavailable, err)
+	case errdefs.IsNotFound(err) && image != "" && strings.Contains(strings.ToLower(err.Error()), "image"):
+		return fmt.Errorf("%w: runner image %s is missing; build it with `dsh-container images build` (or `make images`)", errdefs.ErrNotFound, image)
+	}
+	return err
+}
+
+func isDial(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }

@@ -1,0 +1,188 @@
+package container
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/evanw/esbuild/pkg/api"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// ProgramFile is the file name runners give the program in stack traces.
+func ProgramFile(lang backend.Language) string {
+	if lang == backend.Python {
+		return "program.py"
+	}
+	return "program.ts"
+}
+
+// prepared is a program ready for the run frame.
+type prepared struct {
+	program   string
+	sourceMap string
+}
+
+// wrapperHead turns the model's body into an async function expression.
+// It sits on its own line so the body's line N is line N+1 of the wrapped
+// text; shiftSourceMap undoes that offset so the map points at the
+// model's own lines.
+const wrapperHead = "(async () => {\n"
+
+// prepare validates a program and, for TypeScript, strips its types
+// host-side. A syntax error comes back as a Failure; the program never
+// reaches a container.
+func prepare(lang backend.Language, src string) (prepared, *backend.Failure) {
+	if lang != backend.TypeScript {
+		return prepared{program: src}, nil
+	}
+	res := api.Transform(wrapperHead+src+"\n})", api.TransformOptions{
+		Loader:     api.LoaderTS,
+		Sourcefile: ProgramFile(lang),
+		Sourcemap:  api.SourceMapExternal,
+		Target:     api.ES2022,
+		LogLevel:   api.LogLevelSilent,
+	})
+	if len(res.Errors) > 0 {
+		lines := strings.Count(src, "\n") + 1
+		var msgs []string
+		for _, e := range res.Errors {
+			if e.Location == nil {
+				msgs = append(msgs, e.Text)
+				continue
+			}
+			line := e.Location.Line - 1 // undo the wrapper line
+			col := e.Location.Column + 1
+			if line < 1 {
+				line, col = 1, 1
+			}
+			if line > lines {
+				line, col = lines, 1
+			}
+			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", ProgramFile(lang), line, col, e.Text))
+		}
+		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: "SyntaxError: " + strings.Join(msgs, "; ")}
+	}
+	sm, err := shiftSourceMap(res.Map, -1)
+	if err != nil {
+		// The map is a debugging aid; a program without one still runs,
+		// with stack positions in the stripped code.
+		sm = ""
+	}
+	return prepared{program: string(res.Code), sourceMap: sm}, nil
+}
+
+// shiftSourceMap moves every original-line position of a v3 source map by
+// delta lines, dropping segments that land before the first line, and drops
+// sourcesContent.
+func shiftSourceMap(raw []byte, delta int) (string, error) {
+	var m struct {
+		Version  int      `json:"version"`
+		Sources  []string `json:"sources"`
+		Names    []string `json:"names"`
+		Mappings string   `json:"mappings"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return "", err
+	}
+	var out strings.Builder
+	var prevSrc, prevLine, prevCol, prevName int // absolute, running over the input
+	var wSrc, wLine, wCol, wName int             // absolute, running over the output
+	for li, line := range strings.Split(m.Mappings, ";") {
+		if li > 0 {
+			out.WriteByte(';')
+		}
+		genCol, wGenCol := 0, 0
+		first := true
+		for _, seg := range strings.Split(line, ",") {
+			if seg == "" {
+				continue
+			}
+			f, err := decodeVLQ(seg)
+			if err != nil {
+				return "", err
+			}
+			genCol += f[0]
+			if len(f) < 4 {
+				continue // unmapped segment: drop
+			}
+			prevSrc += f[1]
+			prevLine += f[2]
+			prevCol += f[3]
+			hasName := len(f) >= 5
+			if hasName {
+				prevName += f[4]
+			}
+			line := prevLine + delta
+			if line < 0 {
+				continue
+			}
+			if !first {
+				out.WriteByte(',')
+			}
+			first = false
+			fields := []int{genCol - wGenCol, prevSrc - wSrc, line - wLine, prevCol - wCol}
+			wGenCol, wSrc, wLine, wCol = genCol, prevSrc, line, prevCol
+			if hasName {
+				fields = append(fields, prevName-wName)
+				wName = prevName
+			}
+			for _, v := range fields {
+				encodeVLQ(&out, v)
+			}
+		}
+	}
+	m.Mappings = out.String()
+	b, err := json.Marshal(m)
+	return string(b), err
+}
+
+const b64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+func decodeVLQ(s string) ([]int, error) {
+	var out []int
+	value, shift := 0, 0
+	for i := 0; i < len(s); i++ {
+		d := strings.IndexByte(b64, s[i])
+		if d < 0 {
+			return nil, fmt.Errorf("source map: bad base64 digit %q", s[i])
+		}
+		value += (d & 31) << shift
+		if d&32 != 0 {
+			shift += 5
+			if shift > 30 {
+				return nil, fmt.Errorf("source map: VLQ overflow")
+			}
+			continue
+		}
+		if value&1 != 0 {
+			out = append(out, -(value >> 1))
+		} else {
+			out = append(out, value>>1)
+		}
+		value, shift = 0, 0
+	}
+	if shift != 0 {
+		return nil, fmt.Errorf("source map: truncated VLQ")
+	}
+	return out, nil
+}
+
+func encodeVLQ(b *strings.Builder, v int) {
+	u := v << 1
+	if v < 0 {
+		u = (-v << 1) | 1
+	}
+	for {
+		d := u & 31
+		u >>= 5
+		if u > 0 {
+			d |= 32
+		}
+		b.WriteByte(b64[d])
+		if u == 0 {
+			return
+		}
+	}
+}

@@ -1,0 +1,148 @@
+package container
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+func TestPrepareSyntaxErrorNamesTheModelsLine(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want string
+	}{
+		{"const a = 1\nconst b = ;\n", "program.ts:2:11:"},
+		{"let x = (", "program.ts:1:"},
+		{"return 1\n}\n", "program.ts:3:1: Expected"},
+	} {
+		_, fail := prepare(backend.TypeScript, tc.src)
+		if fail == nil {
+			t.Fatalf("%q: no failure", tc.src)
+		}
+		if fail.Kind != backend.FailureException || !strings.HasPrefix(fail.Message, "SyntaxError: ") || !strings.Contains(fail.Message, tc.want) {
+			t.Errorf("%q: got %s %q, want exception containing %q", tc.src, fail.Kind, fail.Message, tc.want)
+		}
+	}
+}
+
+func TestPrepareAllowsTopLevelAwaitAndReturn(t *testing.T) {
+	p, fail := prepare(backend.TypeScript, "interface A { a: number }\nconst x: A = { a: await Promise.resolve(1) }\nreturn x.a as number\n")
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	if !strings.HasPrefix(p.program, "(async () => {") || strings.Contains(p.program, "interface") {
+		t.Fatalf("unexpected program %q", p.program)
+	}
+}
+
+func TestPrepareLeavesPythonAlone(t *testing.T) {
+	src := "x = 1\nreturn x\n"
+	p, fail := prepare(backend.Python, src)
+	if fail != nil || p.program != src || p.sourceMap != "" {
+		t.Fatalf("got %+v %v", p, fail)
+	}
+}
+
+// The shifted map sends generated positions to the model's own lines.
+func TestSourceMapPointsAtOriginalLines(t *testing.T) {
+	src := "interface A {\n  a: string\n}\n\n\nthrow new Error('boom')\n"
+	p, fail := prepare(backend.TypeScript, src)
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	var m struct {
+		Sources  []string `json:"sources"`
+		Mappings string   `json:"mappings"`
+	}
+	if err := json.Unmarshal([]byte(p.sourceMap), &m); err != nil {
+		t.Fatal(err)
+	}
+	genLines := strings.Split(p.program, "\n")
+	throwGen := -1
+	for i, l := range genLines {
+		if strings.Contains(l, "throw") {
+			throwGen = i
+		}
+	}
+	if throwGen < 0 {
+		t.Fatalf("no throw in %q", p.program)
+	}
+	// Decode to absolute positions and find the segment on the throw line.
+	srcLine := 0
+	found := -1
+	for li, line := range strings.Split(m.Mappings, ";") {
+		for _, seg := range strings.Split(line, ",") {
+			if seg == "" {
+				continue
+			}
+			f, err := decodeVLQ(seg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(f) >= 4 {
+				srcLine += f[2]
+				if li == throwGen && found < 0 {
+					found = srcLine
+				}
+			}
+		}
+	}
+	if found != 5 { // zero-based: line 6 of the model's source
+		t.Fatalf("throw maps to zero-based line %d, want 5 (map %s)", found, p.sourceMap)
+	}
+}
+
+func TestVLQRoundTrip(t *testing.T) {
+	for _, v := range []int{0, 1, -1, 15, 16, -16, 1000, -123456, 1 << 28} {
+		var b strings.Builder
+		encodeVLQ(&b, v)
+		got, err := decodeVLQ(b.String())
+		if err != nil || len(got) != 1 || got[0] != v {
+			t.Errorf("%d → %q → %v %v", v, b.String(), got, err)
+		}
+	}
+	for _, bad := range []string{"!", "g", "gggggggggg"} {
+		if _, err := decodeVLQ(bad); err == nil {
+			t.Errorf("decodeVLQ(%q) accepted", bad)
+		}
+	}
+}
+
+func TestLimitsValidate(t *testing.T) {
+	if err := DefaultLimits().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	l := DefaultLimits()
+	l.TmpfsBytes = l.MemoryBytes
+	if err := l.Validate(); err == nil || !strings.Contains(err.Error(), "tmpfs") {
+		t.Fatalf("oversize tmpfs accepted: %v", err)
+	}
+	l = DefaultLimits()
+	l.WallTime = 0
+	if err := l.Validate(); err == nil {
+		t.Fatal("zero wall time accepted")
+	}
+}
+
+func TestOwnerLiveness(t *testing.T) {
+	if !ownerLive(defaultOwner()) {
+		t.Fatal("this process judged dead")
+	}
+	host := strings.Split(defaultOwner(), "/")[0]
+	for _, dead := range []string{host + "/999999999/1", host + "/1/not-a-start", "garbage", host + "/x/y"} {
+		if ownerLive(dead) {
+			t.Errorf("%q judged live", dead)
+		}
+	}
+	if !ownerLive("some-other-host/1/2") {
+		t.Error("another host's owner judged dead; it cannot be judged from here")
+	}
+	if !dirLive(sockDirPrefix() + "abc") {
+		t.Error("own socket dir judged dead")
+	}
+	if dirLive("run-999999999.1-abc") {
+		t.Error("dead socket dir judged live")
+	}
+}

@@ -1,0 +1,214 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// Runtime runs each program in a fresh container used once.
+type Runtime struct {
+	opts   options
+	driver Driver
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	closed bool
+	runs   sync.WaitGroup
+	// stopRuns is cancelled by Close to abort in-flight runs.
+	stopCtx  context.Context
+	stopRuns context.CancelFunc
+}
+
+var _ backend.Runtime = (*Runtime)(nil)
+
+// New returns a Runtime that creates containers through d.
+func New(d Driver, opts ...Option) (*Runtime, error) {
+	o := options{
+		language:  backend.TypeScript,
+		limits:    DefaultLimits(),
+		socketDir: DefaultSocketDir(),
+		owner:     defaultOwner(),
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if d == nil {
+		return nil, fmt.Errorf("%w: container runtime needs a driver", errdefs.ErrInvalidArgument)
+	}
+	if _, err := backend.ParseLanguage(string(o.language)); err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+	}
+	if o.image == "" {
+		return nil, fmt.Errorf("%w: container runtime needs a runner image", errdefs.ErrInvalidArgument)
+	}
+	if err := o.limits.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Runtime{opts: o, driver: d, log: o.logger, stopCtx: ctx, stopRuns: cancel}, nil
+}
+
+// Language reports the language programs must be written in.
+func (r *Runtime) Language() backend.Language { return r.opts.language }
+
+// Isolation reports IsolationContainer.
+func (r *Runtime) Isolation() backend.Isolation { return backend.IsolationContainer }
+
+// Limits reports the runtime's budgets and caps.
+func (r *Runtime) Limits() Limits { return r.opts.limits }
+
+// Close aborts in-flight runs, waits until each has been torn down, and
+// makes later Runs fail with backend.ErrClosed. It is idempotent.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.stopRuns()
+	done := make(chan struct{})
+	go func() {
+		r.runs.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("closing container runtime: %w", ctx.Err())
+	}
+}
+
+func (r *Runtime) enter() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return backend.ErrClosed
+	}
+	r.runs.Add(1)
+	return nil
+}
+
+func newRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// spec builds the container for one run: the hardening preset, the
+// configured limits, and nothing from the request.
+func (r *Runtime) spec(runID, sockDir string) Spec {
+	l := r.opts.limits
+	var cmd []string
+	switch r.opts.language {
+	case backend.Python:
+		cmd = []string{"python3", "-I", "/opt/dsh/bootstrap.py", BridgeSocket}
+	default:
+		// V8's heap limit is set to the cgroup limit so that a memory bomb
+		// meets the kernel's OOM killer (reported as oom), not V8's own
+		// abort (which would look like any other exit).
+		cmd = []string{"node", "--max-old-space-size=" + strconv.FormatInt(l.MemoryBytes>>20, 10), "/opt/dsh/bootstrap.js", BridgeSocket}
+	}
+	return Spec{
+		Name:       "dsh-" + runID,
+		Image:      r.opts.image,
+		Cmd:        cmd,
+		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
+		User:       RunnerUser,
+		WorkingDir: "/tmp",
+		Labels: map[string]string{
+			LabelManaged: "true",
+			LabelOwner:   r.opts.owner,
+			LabelRun:     runID,
+			LabelSockDir: sockDir,
+			LabelLang:    string(r.opts.language),
+		},
+		BindDir:         sockDir,
+		NetworkDisabled: true,
+		ReadOnlyRoot:    true,
+		CapDropAll:      true,
+		NoNewPrivileges: true,
+		Init:            true,
+		IPCPrivate:      true,
+		LogDriverNone:   true,
+		MemoryBytes:     l.MemoryBytes,
+		NanoCPUs:        l.NanoCPUs,
+		Pids:            l.Pids,
+		TmpfsBytes:      l.TmpfsBytes,
+		NoFile:          l.NoFile,
+		OCIRuntime:      r.opts.ociRuntime,
+	}
+}
+
+// Run executes one program in a fresh container. See backend.Runtime.
+//
+// Errors: backend.ErrInvalidRequest / ErrClosed for misuse, and, when no
+// container could be provided for the program (daemon unreachable, image
+// missing), an error classified with errdefs (ErrUnavailable,
+// ErrNotFound...). Everything the program does is a RunResult.
+func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+	if err := req.Validate(); err != nil {
+		return backend.RunResult{}, err
+	}
+	if err := r.enter(); err != nil {
+		return backend.RunResult{}, err
+	}
+	defer r.runs.Done()
+
+	if len(req.Program) > r.opts.limits.ProgramBytes {
+		return backend.RunResult{Error: &backend.Failure{
+			Kind:    backend.FailureException,
+			Message: fmt.Sprintf("program of %d bytes exceeds the %d-byte limit", len(req.Program), r.opts.limits.ProgramBytes),
+		}}, nil
+	}
+	prep, fail := prepare(r.opts.language, req.Program)
+	if fail != nil {
+		return backend.RunResult{Error: fail}, nil
+	}
+
+	// Close aborts the run like the caller's cancellation does.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := context.AfterFunc(r.stopCtx, func() { cancel(errors.New("runtime closed")) })
+	defer stop()
+
+	runID := newRunID()
+	log := r.log.With("run_id", runID, "language", string(r.opts.language))
+	startup := time.Now()
+	sb, err := r.startSandbox(ctx, runID, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return backend.RunResult{Error: abortFailure(ctx)}, nil
+		}
+		return backend.RunResult{}, err
+	}
+	res := sb.execute(ctx, prep, req, r.opts.limits, log)
+	res.Stats.Startup = sb.readyAt.Sub(startup)
+	sb.teardown(ctx, log)
+	// Raw output drains once the container is gone; collect it last.
+	res.Logs, res.LogsTruncated = sb.out.snapshot()
+	return res, nil
+}
+
+func abortFailure(ctx context.Context) *backend.Failure {
+	msg := "run cancelled"
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		msg += ": " + cause.Error()
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg += ": caller's deadline exceeded"
+	}
+	return &backend.Failure{Kind: backend.FailureAbort, Message: msg}
+}

@@ -1,0 +1,461 @@
+package container
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/portproto"
+)
+
+// sandbox is one started container whose runner has said hello.
+type sandbox struct {
+	driver  Driver
+	id      string
+	bridge  *bridge
+	peer    *peer
+	exit    <-chan ExitStatus
+	streams Streams
+	readers sync.WaitGroup // attach stream readers
+	out     *logSink
+	readyAt time.Time
+	limits  Limits
+
+	// Binding calls run under callCtx, cancelled at settlement; calls
+	// tracks them so teardown can wait for quiescence. settled is set (under
+	// settledMu) at settlement: no result is sent after it.
+	callCtx     context.Context
+	cancelCalls context.CancelFunc
+	calls       sync.WaitGroup
+	settledMu   sync.Mutex
+	settled     bool
+}
+
+const teardownTimeout = 30 * time.Second
+
+// startSandbox creates and starts a container and waits for its runner's
+// hello. On failure everything created so far is removed.
+func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logger) (_ *sandbox, retErr error) {
+	l := r.opts.limits
+	b, err := newBridge(r.opts.socketDir, l.FrameBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
+	}
+	sb := &sandbox{driver: r.driver, bridge: b, limits: l, out: &logSink{max: l.LogBytes}}
+	defer func() {
+		if retErr != nil {
+			sb.teardown(ctx, log)
+		}
+	}()
+	id, err := r.driver.Create(ctx, r.spec(runID, b.dir))
+	if err != nil {
+		return nil, err
+	}
+	sb.id = id
+	log.Debug("container created", "container_id", id)
+	if sb.streams, err = r.driver.Attach(ctx, id); err != nil {
+		return nil, err
+	}
+	if sb.exit, err = r.driver.Wait(ctx, id); err != nil {
+		return nil, err
+	}
+	sb.captureStreams()
+	if err := r.driver.Start(ctx, id); err != nil {
+		return nil, err
+	}
+
+	timer := time.NewTimer(l.StartupTime)
+	defer timer.Stop()
+	select {
+	case sb.peer = <-b.connCh:
+	case st := <-sb.exit:
+		return nil, fmt.Errorf("%w: runner exited with status %d before connecting%s", errdefs.ErrUnavailable, st.Code, sb.out.tail())
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: runner did not connect within %v%s", errdefs.ErrUnavailable, l.StartupTime, sb.out.tail())
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case f := <-sb.peer.frames:
+		if f.err != nil {
+			return nil, fmt.Errorf("%w: runner handshake: %w", errdefs.ErrUnavailable, f.err)
+		}
+		h, ok := f.msg.(*portproto.Hello)
+		if !ok {
+			return nil, fmt.Errorf("%w: runner sent %q before hello", errdefs.ErrUnavailable, f.msg.MessageType())
+		}
+		if h.Language != string(r.opts.language) {
+			return nil, fmt.Errorf("%w: image %s runs %s programs, runtime expects %s", errdefs.ErrFailedPrecondition, r.opts.image, h.Language, r.opts.language)
+		}
+	case st := <-sb.exit:
+		return nil, fmt.Errorf("%w: runner exited with status %d before hello%s", errdefs.ErrUnavailable, st.Code, sb.out.tail())
+	case <-timer.C:
+		return nil, fmt.Errorf("%w: runner did not say hello within %v", errdefs.ErrUnavailable, l.StartupTime)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	sb.readyAt = time.Now()
+	return sb, nil
+}
+
+// captureStreams turns raw container output into stdout/stderr entries.
+func (sb *sandbox) captureStreams() {
+	for _, s := range []struct {
+		r   io.Reader
+		src backend.LogSource
+	}{{sb.streams.Stdout, backend.SourceStdout}, {sb.streams.Stderr, backend.SourceStderr}} {
+		if s.r == nil {
+			continue
+		}
+		sb.readers.Add(1)
+		go func(r io.Reader, src backend.LogSource) {
+			defer sb.readers.Done()
+			br := bufio.NewReaderSize(r, 64<<10)
+			for {
+				line, err := br.ReadSlice('\n')
+				if len(line) > 0 {
+					sb.out.add(backend.LogEntry{Source: src, Text: strings.ToValidUTF8(string(line), "\uFFFD")})
+				}
+				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+					return
+				}
+			}
+		}(s.r, s.src)
+	}
+}
+
+// computePoll is how often CPU usage is sampled. A compute budget expires
+// at most one interval late. It is deliberately not configurable.
+const computePoll = 20 * time.Millisecond
+
+// execute sends the program and serves the run until it settles.
+func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRequest, l Limits, log *slog.Logger) backend.RunResult {
+	sb.out.mu.Lock()
+	sb.out.onEntry = req.Logs
+	sb.out.mu.Unlock()
+	var res backend.RunResult
+
+	funcs := map[string]map[string]backend.BindingFunc{}
+	run := portproto.Run{
+		Type: portproto.TypeRun, Version: portproto.Version,
+		Program: prep.program, SourceMap: prep.sourceMap,
+		Bindings: []portproto.Binding{},
+		Limits:   portproto.Limits{MaxLogBytes: l.LogBytes, MaxValueBytes: l.ValueBytes, MaxFrameBytes: l.FrameBytes},
+	}
+	for _, ns := range req.Bindings {
+		funcs[ns.Global] = ns.Functions
+		names := make([]string, 0, len(ns.Functions))
+		for name := range ns.Functions {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		run.Bindings = append(run.Bindings, portproto.Binding{Global: ns.Global, Functions: names})
+	}
+
+	sb.callCtx, sb.cancelCalls = context.WithCancel(context.WithoutCancel(ctx))
+	defer sb.settle()
+
+	cpu0, cpuErr := sb.driver.CPUUsage(ctx, sb.id)
+	if cpuErr != nil {
+		log.Warn("cannot meter CPU; compute budget not enforced", "container_id", sb.id, "err", cpuErr)
+	}
+	start := time.Now()
+	if err := sb.peer.send(run); err != nil {
+		res.Error = &backend.Failure{Kind: backend.FailureExit, Message: "could not send the program to the runner: " + err.Error()}
+		return res
+	}
+
+	wall := time.NewTimer(l.WallTime)
+	defer wall.Stop()
+	var tick <-chan time.Time
+	if cpuErr == nil {
+		t := time.NewTicker(computePoll)
+		defer t.Stop()
+		tick = t.C
+	}
+	seen := map[int64]bool{}
+	pending := make(chan struct{}, l.PendingCalls)
+	var lastCPU time.Duration
+
+	finish := func(f *backend.Failure) backend.RunResult {
+		res.Stats.Wall = time.Since(start)
+		if cpu, err := sb.driver.CPUUsage(context.WithoutCancel(ctx), sb.id); err == nil && cpuErr == nil {
+			res.Stats.CPU = cpu - cpu0
+		} else if cpuErr == nil {
+			res.Stats.CPU = lastCPU
+		}
+		if f != nil {
+			res.Error = f
+			res.Value, res.ValueKind, res.ValueTruncated = nil, backend.ValueNone, false
+		}
+		return res
+	}
+
+	for {
+		select {
+		case f := <-sb.peer.frames:
+			if f.err != nil {
+				return finish(sb.lostRunner(ctx, f.err))
+			}
+			switch m := f.msg.(type) {
+			case *portproto.Call:
+				res.Stats.Calls++
+				if seen[m.ID] {
+					return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: duplicate call id %d", m.ID)})
+				}
+				seen[m.ID] = true
+				fn := funcs[m.Global][m.Name]
+				if fn == nil {
+					msg := fmt.Sprintf("unknown binding %s[%q]", m.Global, m.Name)
+					if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: msg}); err != nil {
+						return finish(sb.lostRunner(ctx, err))
+					}
+					continue
+				}
+				select {
+				case pending <- struct{}{}:
+				default:
+					msg := fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
+					if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: msg}); err != nil {
+						return finish(sb.lostRunner(ctx, err))
+					}
+					continue
+				}
+				sb.calls.Add(1)
+				go func(m *portproto.Call) {
+					defer sb.calls.Done()
+					defer func() { <-pending }()
+					value, err := invoke(sb.callCtx, fn, m.Args)
+					sb.settledMu.Lock()
+					defer sb.settledMu.Unlock()
+					if sb.settled {
+						return
+					}
+					reply := portproto.Result{Type: portproto.TypeResult, ID: m.ID, OK: err == nil, Value: value}
+					if err != nil {
+						reply.Message = err.Error()
+						if reply.Message == "" {
+							reply.Message = "binding failed"
+						}
+					}
+					// A send failure surfaces as a read error in the loop.
+					_ = sb.peer.send(reply)
+				}(m)
+			case *portproto.Log:
+				sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
+			case *portproto.Done:
+				if !m.OK {
+					return finish(&backend.Failure{Kind: backend.FailureException, Message: describeError(m.Error)})
+				}
+				if m.ValueKind != "" {
+					var cut bool
+					res.Value, cut = capValue(m.Value, l.ValueBytes)
+					res.ValueKind = backend.ValueKind(m.ValueKind)
+					res.ValueTruncated = cut || m.Truncated
+				}
+				return finish(nil)
+			case *portproto.Hello:
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: second hello"})
+			}
+		case <-tick:
+			cpu, err := sb.driver.CPUUsage(ctx, sb.id)
+			if err != nil {
+				continue
+			}
+			lastCPU = cpu - cpu0
+			if lastCPU >= l.ComputeTime {
+				return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", lastCPU.Round(time.Millisecond), l.ComputeTime)})
+			}
+		case <-wall.C:
+			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("wall-clock budget exceeded: the program ran for %v (limit %v)", time.Since(start).Round(time.Millisecond), l.WallTime)})
+		case st := <-sb.exit:
+			return finish(exitFailure(st, l))
+		case <-ctx.Done():
+			return finish(abortFailure(ctx))
+		}
+	}
+}
+
+// settle marks the run settled: no binding result is sent after it, and
+// in-flight bindings see their context cancelled.
+func (sb *sandbox) settle() {
+	sb.settledMu.Lock()
+	sb.settled = true
+	sb.settledMu.Unlock()
+	if sb.cancelCalls != nil {
+		sb.cancelCalls()
+	}
+}
+
+// lostRunner classifies a broken bridge: a protocol violation, or the
+// container dying (which is then reported by its exit status).
+func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
+	if portproto.IsProtocolError(err) {
+		return &backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: " + err.Error()}
+	}
+	// The connection usually breaks because the container is exiting;
+	// give its status a moment to arrive.
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case st := <-sb.exit:
+		return exitFailure(st, sb.limits)
+	case <-t.C:
+	case <-ctx.Done():
+		return abortFailure(ctx)
+	}
+	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
+}
+
+func exitFailure(st ExitStatus, l Limits) *backend.Failure {
+	if st.OOMKilled {
+		return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB", l.MemoryBytes>>20)}
+	}
+	msg := fmt.Sprintf("the container exited with status %d before the program finished", st.Code)
+	if st.Err != nil {
+		msg = "the container stopped before the program finished: " + st.Err.Error()
+	}
+	return &backend.Failure{Kind: backend.FailureExit, Message: msg}
+}
+
+func describeError(e *portproto.ProgramError) string {
+	if e.Stack != "" {
+		return e.Stack
+	}
+	if e.Message == "" {
+		return e.Name
+	}
+	return e.Name + ": " + e.Message
+}
+
+// invoke calls a binding, turning a panic into an error and checking that
+// the value it returns is JSON.
+func invoke(ctx context.Context, fn backend.BindingFunc, args json.RawMessage) (value json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			value, err = nil, fmt.Errorf("binding panicked: %v", p)
+		}
+	}()
+	value, err = fn(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(value) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if !json.Valid(value) {
+		return nil, errors.New("binding returned invalid JSON")
+	}
+	return value, nil
+}
+
+// capValue enforces the value cap host-side; an oversize value becomes a
+// JSON string holding the first max bytes of its text.
+func capValue(v json.RawMessage, max int) (json.RawMessage, bool) {
+	if len(v) <= max {
+		return v, false
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	s, _ := json.Marshal(string(v[:cut]))
+	return s, true
+}
+
+// teardown removes the container and the bridge and waits for every
+// goroutine of the sandbox. It runs under a non-cancellable context.
+func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	defer cancel()
+	var errs []error
+	if sb.id != "" {
+		if err := sb.driver.Remove(ctx, sb.id); err != nil && !errdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", sb.id, err))
+		}
+	}
+	if sb.streams.Close != nil {
+		_ = sb.streams.Close()
+	}
+	if sb.peer != nil {
+		sb.peer.close()
+	}
+	if err := sb.bridge.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	sb.readers.Wait()
+	sb.settle()
+	sb.calls.Wait()
+	if err := errors.Join(errs...); err != nil {
+		log.Error("teardown incomplete; the reaper will finish it", "container_id", sb.id, "err", err)
+	}
+}
+
+// logSink collects log entries under the byte cap, in arrival order.
+type logSink struct {
+	mu        sync.Mutex
+	max       int
+	used      int
+	entries   []backend.LogEntry
+	truncated bool
+	onEntry   func(backend.LogEntry)
+}
+
+func (s *logSink) add(e backend.LogEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.truncated {
+		return
+	}
+	if s.used+len(e.Text) > s.max {
+		s.truncated = true
+		cut := s.max - s.used
+		for cut > 0 && !utf8.RuneStart(e.Text[cut]) {
+			cut--
+		}
+		if cut <= 0 {
+			return
+		}
+		e.Text = e.Text[:cut]
+	}
+	s.used += len(e.Text)
+	s.entries = append(s.entries, e)
+	if s.onEntry != nil {
+		s.onEntry(e)
+	}
+}
+
+func (s *logSink) snapshot() ([]backend.LogEntry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]backend.LogEntry(nil), s.entries...), s.truncated
+}
+
+// tail renders the last captured output for an error message.
+func (s *logSink) tail() string {
+	entries, _ := s.snapshot()
+	var b strings.Builder
+	for _, e := range entries {
+		b.WriteString(e.Text)
+	}
+	t := strings.TrimSpace(b.String())
+	if t == "" {
+		return ""
+	}
+	if len(t) > 512 {
+		t = "…" + t[len(t)-512:]
+	}
+	return "; it printed: " + t
+}
