@@ -1,0 +1,69 @@
+# dsh-container — `make help` lists the targets.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(PATH)
+
+BIN      := bin/dsh-container
+GO       ?= go
+GOFLAGS  ?=
+# The test-only compiler image sdkgen's tests type-check the SDK with.
+SDK_CHECK_IMAGE = $$($(BIN) images tags | awk '$$1=="sdk-check"{print $$2}')
+
+.PHONY: help
+help: ## list the targets
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: deps
+deps: ## install the host packages the build needs (mmdebstrap; needs root)
+	@command -v mmdebstrap >/dev/null || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq mmdebstrap >/dev/null; \
+	  else echo "install mmdebstrap (sudo apt-get install mmdebstrap)"; exit 2; fi; }
+
+.PHONY: build
+build: ## build bin/dsh-container
+	$(GO) build $(GOFLAGS) -o $(BIN) ./cmd/dsh-container
+
+.PHONY: images
+images: deps build ## build the runner images offline (base from Debian packages), skipping current ones
+	$(BIN) images build
+
+.PHONY: sdk-check-image
+sdk-check-image: deps build ## build the test-only TypeScript/Python compiler image
+	$(BIN) images build --sdk-check
+
+.PHONY: demo
+demo: images ## set up and run the demo: a program calling two host tools in a container
+	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
+	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
+
+.PHONY: test
+test: images sdk-check-image ## run every test: unit, runner suites, e2e against the real daemon
+	DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: unit
+unit: ## run the tests that need no daemon
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+
+.PHONY: e2e
+e2e: images ## run the e2e suite against the real daemon and images
+	$(GO) test -race -count=1 -timeout 20m ./e2e/...
+
+.PHONY: bench
+bench: images ## benchmarks (ratios side by side; see README)
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/...
+
+.PHONY: fmt
+fmt: ## gofmt the tree
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: lint
+lint: ## fail on gofmt diffs and go vet findings
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+.PHONY: gc
+gc: build ## remove containers and socket dirs left by dead runs
+	$(BIN) gc
+
+.PHONY: clean
+clean: ## remove build output
+	rm -rf bin

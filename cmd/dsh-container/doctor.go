@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/images"
+)
+
+func newDoctorCmd(f *factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the daemon, runtimes and images; print each problem with its fix",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd.Context(), f)
+		},
+	}
+}
+
+var errDoctor = errors.New("doctor found problems")
+
+func runDoctor(ctx context.Context, f *factory) error {
+	problems := 0
+	ok := func(format string, args ...any) { fmt.Fprintf(f.stdout, "ok    "+format+"\n", args...) }
+	bad := func(fix, format string, args ...any) {
+		problems++
+		fmt.Fprintf(f.stdout, "FAIL  "+format+"\n      fix: %s\n", append(args, fix)...)
+	}
+	note := func(format string, args ...any) { fmt.Fprintf(f.stdout, "note  "+format+"\n", args...) }
+
+	drv, err := f.connect(ctx)
+	if err != nil {
+		bad("start the Docker daemon or set DOCKER_HOST", "daemon: %v", err)
+		return errDoctor
+	}
+	defer drv.Close()
+	cli := drv.Client()
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		bad("check the daemon's health (`docker info`)", "daemon version: %v", err)
+		return errDoctor
+	}
+	ok("daemon %s reachable, API %s (client negotiated %s)", ver.Version, ver.APIVersion, cli.ClientVersion())
+	info, err := cli.Info(ctx)
+	if err != nil {
+		bad("check the daemon's health (`docker info`)", "daemon info: %v", err)
+		return errDoctor
+	}
+	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Driver)
+	var names []string
+	for name := range info.Runtimes {
+		names = append(names, name)
+	}
+	ok("OCI runtimes registered: %s (default %s)", strings.Join(sortedCopy(names), ", "), info.DefaultRuntime)
+	if rs, found := info.Runtimes["runsc"]; found {
+		args := strings.Join(rs.Args, " ")
+		if strings.Contains(args, "--host-uds=open") && strings.Contains(args, "--network=none") {
+			ok("runsc is configured with --host-uds=open --network=none")
+		} else {
+			bad(`set "runtimeArgs": ["--host-uds=open", "--network=none"] for runsc in /etc/docker/daemon.json and reload the daemon`,
+				"runsc is registered with args %q; the bridge socket needs --host-uds=open and isolation needs --network=none", args)
+		}
+	} else {
+		note("runsc (gVisor) is not registered; --runtime runsc is unavailable (apt-get install runsc, then register it in /etc/docker/daemon.json)")
+	}
+	if _, found := info.Runtimes["crun"]; !found {
+		note("crun is not registered; --runtime crun is unavailable")
+	}
+
+	statuses, err := images.Check(ctx, cli, images.Runners)
+	if err != nil {
+		bad("check the daemon's health", "images: %v", err)
+	}
+	for _, st := range statuses {
+		switch {
+		case st.Present:
+			ok("%s image %s present and current", st.Image.Language, st.Tag)
+		case len(st.Stale) > 0:
+			bad("run `dsh-container images build` (or `make images`)", "%s image is stale: have %s, need %s", st.Image.Language, strings.Join(st.Stale, ", "), st.Tag)
+		default:
+			bad("run `dsh-container images build` (or `make images`)", "%s image %s is missing", st.Image.Language, st.Tag)
+		}
+	}
+	if _, err := exec.LookPath("mmdebstrap"); err != nil {
+		note("mmdebstrap is not installed; building images offline needs it (apt-get install mmdebstrap)")
+	}
+	dir := container.DefaultSocketDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		bad("set XDG_RUNTIME_DIR or TMPDIR to a writable directory", "socket directory %s: %v", dir, err)
+	} else {
+		ok("socket directory %s writable", dir)
+	}
+	if problems > 0 {
+		fmt.Fprintf(f.stdout, "%d problem(s)\n", problems)
+		return errDoctor
+	}
+	fmt.Fprintln(f.stdout, "all checks passed")
+	return nil
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := 1; i < len(out); i++ {
+		for j := i; j > 0 && out[j] < out[j-1]; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	return out
+}

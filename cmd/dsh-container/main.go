@@ -1,0 +1,8 @@
+// Command dsh-container runs programs written by language models in
+// throwaway hardened containers and lets them call host tools through a
+// generated SDK ("Code Mode").
+package main
+
+import "os"
+
+func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }

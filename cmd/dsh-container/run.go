@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/images"
+	"github.com/dsh-container/dsh-container/manifest"
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+type runOptions struct {
+	File    string
+	Lang    string
+	Tools   string
+	JSON    bool
+	Events  bool
+	Wall    time.Duration
+	Compute time.Duration
+	Memory  string
+	CPUs    float64
+	Pids    int64
+	Runtime string
+
+	changed func(flag string) bool
+}
+
+func newRunCmd(f *factory, runF func(context.Context, *runOptions) error) *cobra.Command {
+	opts := &runOptions{}
+	d := container.DefaultLimits()
+	cmd := &cobra.Command{
+		Use:   "run [flags] FILE|-",
+		Short: "Run one program in a fresh hardened container",
+		Long: `Run one program in a fresh hardened container and print what it logged and
+returned. The program is the body of an async function: top-level await and
+return work. Host tools from --tools are reachable as await tools["name"](args).
+
+The language comes from the file extension (.ts .mts .js → typescript,
+.py → python) unless --lang is given; a program read from stdin ("-") is
+TypeScript unless --lang says otherwise.
+
+Budgets: --compute-timeout is the CPU time the container may use after the
+program starts, metered from its cgroup (a hot loop dies at it even while a
+tool call is pending); --wall-timeout bounds elapsed time, including time
+spent awaiting tools.
+
+Exit status: 0 the program completed, 1 the program failed (exception,
+timeout, abort, oom, exit), 2 usage or environment error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.File = args[0]
+			opts.changed = func(name string) bool { return cmd.Flags().Changed(name) }
+			if runF != nil {
+				return runF(cmd.Context(), opts)
+			}
+			return runRun(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Lang, "lang", "", "program language: typescript|python (default: from the extension)")
+	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
+	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object {value, valueKind, logs, error, ...}")
+	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch event as one JSON line on stderr")
+	fl.DurationVar(&opts.Wall, "wall-timeout", d.WallTime, "wall-clock budget of the program")
+	fl.DurationVar(&opts.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of the program (metered from the container's cgroup)")
+	fl.StringVar(&opts.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit (e.g. 256MiB, 1g); swap is disabled")
+	fl.Float64Var(&opts.CPUs, "cpus", float64(d.NanoCPUs)/1e9, "CPU rate limit in CPUs")
+	fl.Int64Var(&opts.Pids, "pids", d.Pids, "limit on processes and threads")
+	fl.StringVar(&opts.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
+	return cmd
+}
+
+// languageFor picks the language from --lang or the file extension.
+func languageFor(opts *runOptions) (backend.Language, error) {
+	if opts.Lang != "" {
+		l, err := backend.ParseLanguage(opts.Lang)
+		if err != nil {
+			return "", usagef("--lang: %v", err)
+		}
+		return l, nil
+	}
+	if opts.File == "-" {
+		return backend.TypeScript, nil
+	}
+	switch strings.ToLower(filepath.Ext(opts.File)) {
+	case ".ts", ".mts", ".cts", ".js", ".mjs", ".cjs":
+		return backend.TypeScript, nil
+	case ".py":
+		return backend.Python, nil
+	}
+	return "", usagef("cannot tell the language of %q from its extension; pass --lang typescript|python", opts.File)
+}
+
+// limitsFor applies the flags to the default limits.
+func limitsFor(opts *runOptions) (container.Limits, error) {
+	l := container.DefaultLimits()
+	changed := opts.changed
+	if changed == nil {
+		changed = func(string) bool { return true }
+	}
+	if changed("wall-timeout") {
+		l.WallTime = opts.Wall
+	}
+	if changed("compute-timeout") {
+		l.ComputeTime = opts.Compute
+	}
+	if changed("memory") {
+		b, err := units.RAMInBytes(opts.Memory)
+		if err != nil {
+			return l, usagef("--memory %q: %v (use e.g. 256m or 1g)", opts.Memory, err)
+		}
+		l.MemoryBytes = b
+		// /tmp is memory-backed; keep it within half the limit.
+		if l.TmpfsBytes > b/2 {
+			l.TmpfsBytes = b / 4
+		}
+	}
+	if changed("cpus") {
+		l.NanoCPUs = int64(opts.CPUs * 1e9)
+	}
+	if changed("pids") {
+		l.Pids = opts.Pids
+	}
+	if err := l.Validate(); err != nil {
+		return l, usageError{err}
+	}
+	return l, nil
+}
+
+func readProgram(file string, stdin io.Reader) (string, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", usagef("cannot read the program: %v", err)
+	}
+	return string(data), nil
+}
+
+func runRun(ctx context.Context, f *factory, opts *runOptions) error {
+	lang, err := languageFor(opts)
+	if err != nil {
+		return err
+	}
+	limits, err := limitsFor(opts)
+	if err != nil {
+		return err
+	}
+	program, err := readProgram(opts.File, f.stdin)
+	if err != nil {
+		return err
+	}
+	var m *manifest.Manifest
+	if opts.Tools != "" {
+		if m, err = manifest.Load(opts.Tools, manifest.Options{RequireCommand: true}); err != nil {
+			return err
+		}
+	}
+
+	drv, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	log := f.logger()
+	// Start-up reaping: remove what dead runs of earlier processes left.
+	if rep, err := container.Reap(ctx, drv, container.ReapOptions{}); err != nil {
+		log.Warn("reaper", "err", err)
+	} else if n := len(rep.Containers) + len(rep.SocketDirs); n > 0 {
+		log.Info("reaped leftovers of dead runs", "containers", len(rep.Containers), "socket_dirs", len(rep.SocketDirs))
+	}
+	im, err := images.RunnerFor(lang)
+	if err != nil {
+		return err
+	}
+	tag := im.DefaultTag()
+	if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
+		return err
+	} else if !ok {
+		return images.ErrMissing(tag)
+	}
+
+	rt, err := container.New(drv,
+		container.WithLanguage(lang),
+		container.WithImage(tag),
+		container.WithLimits(limits),
+		container.WithOCIRuntime(opts.Runtime),
+		container.WithLogger(log),
+	)
+	if err != nil {
+		return err
+	}
+	defer rt.Close(context.WithoutCancel(ctx))
+
+	regOpts := []registry.Option{
+		registry.WithMode(registry.ModeCode),
+		registry.WithRuntime(rt),
+		registry.WithLogger(log),
+	}
+	if opts.Events {
+		enc := json.NewEncoder(f.stderr)
+		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))
+	}
+	reg := registry.New(regOpts...)
+	if m != nil {
+		for _, t := range m.Tools {
+			if err := reg.Register(commandTool(t)); err != nil {
+				return usagef("tool manifest %s: %v", opts.Tools, err)
+			}
+		}
+	}
+	args, _ := json.Marshal(map[string]string{"code": program})
+	res := reg.Execute(ctx, registry.Call{ID: "cli", Name: registry.RunCode, Arguments: args})
+	if res.CodeRun == nil {
+		if res.Err != nil {
+			return res.Err
+		}
+		return fmt.Errorf("run_code failed: %s", res.Text())
+	}
+	return report(f, opts.JSON, res.CodeRun)
+}
+
+// commandTool adapts a manifest command tool to the registry.
+func commandTool(t manifest.Tool) registry.Tool {
+	return registry.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		Parameters:  t.InputSchema,
+		Execute: func(ctx context.Context, exec registry.Execution) ([]registry.Block, error) {
+			out, err := manifest.Exec(ctx, t, exec.Arguments)
+			if err != nil {
+				return nil, err
+			}
+			return []registry.Block{registry.TextBlock(out)}, nil
+		},
+	}
+}
+
+// jsonReport is the --json output.
+type jsonReport struct {
+	Value          json.RawMessage    `json:"value"`
+	ValueKind      string             `json:"valueKind,omitempty"`
+	Logs           []backend.LogEntry `json:"logs"`
+	Error          *backend.Failure   `json:"error"`
+	LogsTruncated  bool               `json:"logsTruncated"`
+	ValueTruncated bool               `json:"valueTruncated"`
+	Stats          jsonStats          `json:"stats"`
+}
+
+type jsonStats struct {
+	WallMs    float64 `json:"wallMs"`
+	CPUMs     float64 `json:"cpuMs"`
+	StartupMs float64 `json:"startupMs"`
+	Calls     int     `json:"calls"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func report(f *factory, asJSON bool, r *backend.RunResult) error {
+	if asJSON {
+		out := jsonReport{
+			Value: r.Value, ValueKind: string(r.ValueKind), Logs: r.Logs, Error: r.Error,
+			LogsTruncated: r.LogsTruncated, ValueTruncated: r.ValueTruncated,
+			Stats: jsonStats{WallMs: ms(r.Stats.Wall), CPUMs: ms(r.Stats.CPU), StartupMs: ms(r.Stats.Startup), Calls: r.Stats.Calls},
+		}
+		if out.Value == nil {
+			out.Value = json.RawMessage("null")
+		}
+		if out.Logs == nil {
+			out.Logs = []backend.LogEntry{}
+		}
+		enc := json.NewEncoder(f.stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	} else {
+		printHuman(f, r)
+	}
+	if r.Error != nil {
+		return errProgramFailed
+	}
+	return nil
+}
+
+func printHuman(f *factory, r *backend.RunResult) {
+	for _, e := range r.Logs {
+		switch e.Source {
+		case backend.SourceConsole:
+			prefix := ""
+			if e.Level != backend.LevelLog && e.Level != backend.LevelInfo {
+				prefix = "[" + string(e.Level) + "] "
+			}
+			fmt.Fprintln(f.stdout, prefix+strings.TrimSuffix(e.Text, "\n"))
+		case backend.SourceStderr:
+			io.WriteString(f.stderr, e.Text)
+		default:
+			io.WriteString(f.stdout, e.Text)
+		}
+	}
+	if r.LogsTruncated {
+		fmt.Fprintln(f.stderr, "dsh-container: log output truncated at the cap")
+	}
+	switch {
+	case r.Error != nil:
+		fmt.Fprintf(f.stderr, "error (%s): %s\n", r.Error.Kind, r.Error.Message)
+	case r.ValueKind == backend.ValueInspect:
+		var s string
+		_ = json.Unmarshal(r.Value, &s)
+		fmt.Fprintln(f.stdout, s)
+	case r.ValueKind == backend.ValueJSON:
+		var s string
+		if json.Unmarshal(r.Value, &s) == nil {
+			fmt.Fprintln(f.stdout, s)
+		} else {
+			var v any
+			if json.Unmarshal(r.Value, &v) == nil {
+				b, _ := json.MarshalIndent(v, "", "  ")
+				fmt.Fprintln(f.stdout, string(b))
+			} else {
+				fmt.Fprintln(f.stdout, string(r.Value))
+			}
+		}
+	}
+	if r.ValueTruncated {
+		fmt.Fprintln(f.stderr, "dsh-container: value truncated at the cap")
+	}
+}

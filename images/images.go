@@ -1,0 +1,304 @@
+// Package images builds the runner images without a container registry.
+//
+// Each runner's build inputs (its Dockerfile and bootstrap) are embedded in
+// the binary, so the binary knows the exact tag it needs: a hash of those
+// inputs and of the base. An image with an older hash is stale. The base
+// is built from Debian packages with mmdebstrap and imported into the
+// daemon, so `images build` works on a machine that can reach Debian's
+// mirror but no registry. A user with a registry can instead pass any
+// base (BASE build argument) and the Dockerfiles install what is missing.
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	dbuild "github.com/docker/docker/api/types/build"
+	dimage "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+//go:embed ts-runner/Dockerfile ts-runner/bootstrap.js py-runner/Dockerfile py-runner/bootstrap.py sdk-check/Dockerfile
+var inputs embed.FS
+
+// Repository prefix of every image this project builds.
+const Repository = "dsh-container/"
+
+// Base describes the offline base image.
+type Base struct {
+	Suite    string
+	Mirror   string
+	Packages []string
+}
+
+// DefaultBase holds both runtimes so one mmdebstrap run serves both
+// runners.
+var DefaultBase = Base{
+	Suite:    "trixie",
+	Mirror:   "http://deb.debian.org/debian",
+	Packages: []string{"nodejs", "node-ws", "python3", "python3-websockets"},
+}
+
+// Tag is the base's content-addressed tag.
+func (b Base) Tag() string {
+	return Repository + "base:" + b.Suite + "-" + hash(b.Suite, b.Mirror, strings.Join(b.Packages, ","))
+}
+
+// Image is one buildable image.
+type Image struct {
+	Name string // folder under images/, e.g. "ts-runner"
+	// Language is set for runner images.
+	Language backend.Language
+}
+
+// Runners lists the runner images.
+var Runners = []Image{
+	{Name: "ts-runner", Language: backend.TypeScript},
+	{Name: "py-runner", Language: backend.Python},
+}
+
+// SDKCheck is the test-only compiler image used by sdkgen's tests.
+var SDKCheck = Image{Name: "sdk-check"}
+
+// RunnerFor returns the runner image for a language.
+func RunnerFor(l backend.Language) (Image, error) {
+	for _, im := range Runners {
+		if im.Language == l {
+			return im, nil
+		}
+	}
+	return Image{}, fmt.Errorf("%w: no runner image for language %q", errdefs.ErrNotFound, l)
+}
+
+func (im Image) files() ([]string, error) {
+	entries, err := inputs.ReadDir(im.Name)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, nil
+}
+
+// Tag is the image's content-addressed tag for the given base.
+func (im Image) Tag(base string) string {
+	files, err := im.files()
+	if err != nil {
+		panic(err) // embedded at build time: cannot fail
+	}
+	parts := []string{base}
+	for _, f := range files {
+		data, _ := inputs.ReadFile(path.Join(im.Name, f))
+		parts = append(parts, f, string(data))
+	}
+	return Repository + im.Name + ":" + hash(parts...)
+}
+
+// DefaultTag is the tag for the default offline base.
+func (im Image) DefaultTag() string { return im.Tag(DefaultBase.Tag()) }
+
+func hash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// Exists reports whether the daemon has the image.
+func Exists(ctx context.Context, cli client.APIClient, ref string) (bool, error) {
+	_, err := cli.ImageInspect(ctx, ref)
+	if err == nil {
+		return true, nil
+	}
+	if errdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return false, err
+}
+
+// EnsureBase builds and imports the offline base unless the daemon has it.
+func EnsureBase(ctx context.Context, cli client.APIClient, b Base, progress io.Writer) error {
+	ok, err := Exists(ctx, cli, b.Tag())
+	if err != nil || ok {
+		return err
+	}
+	if _, err := exec.LookPath("mmdebstrap"); err != nil {
+		return fmt.Errorf("%w: building the base image %s needs mmdebstrap; install it (`apt-get install mmdebstrap`) or pass a base you have with --base", errdefs.ErrFailedPrecondition, b.Tag())
+	}
+	fmt.Fprintf(progress, "building base %s from Debian %s packages (%s) with mmdebstrap...\n", b.Tag(), b.Suite, strings.Join(b.Packages, " "))
+	cmd := exec.CommandContext(ctx, "mmdebstrap", "--variant=minbase", "--include="+strings.Join(b.Packages, ","), b.Suite, "-", b.Mirror)
+	var stderr bytes.Buffer
+	cmd.Stderr = io.MultiWriter(&stderr, prefixWriter{progress, "  mmdebstrap: "})
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	rc, importErr := cli.ImageImport(ctx, dimage.ImportSource{Source: out, SourceName: "-"}, b.Tag(), dimage.ImportOptions{})
+	if importErr == nil {
+		_, importErr = io.Copy(io.Discard, rc)
+		rc.Close()
+	}
+	waitErr := cmd.Wait()
+	if waitErr != nil {
+		return fmt.Errorf("mmdebstrap failed: %w\n%s", waitErr, tail(stderr.String()))
+	}
+	if importErr != nil {
+		return fmt.Errorf("importing the base image: %w", importErr)
+	}
+	fmt.Fprintf(progress, "base %s ready\n", b.Tag())
+	return nil
+}
+
+// Build builds im on base unless the daemon already has its tag. It
+// returns the tag.
+func Build(ctx context.Context, cli client.APIClient, im Image, base string, progress io.Writer) (string, error) {
+	tag := im.Tag(base)
+	ok, err := Exists(ctx, cli, tag)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		fmt.Fprintf(progress, "%s is up to date\n", tag)
+		return tag, nil
+	}
+	fmt.Fprintf(progress, "building %s...\n", tag)
+	buildCtx, err := im.context()
+	if err != nil {
+		return "", err
+	}
+	resp, err := cli.ImageBuild(ctx, buildCtx, dbuild.ImageBuildOptions{
+		Tags:        []string{tag},
+		BuildArgs:   map[string]*string{"BASE": &base},
+		Remove:      true,
+		ForceRemove: true,
+		Version:     dbuild.BuilderV1,
+		Labels:      map[string]string{"io.dsh-container.inputs": strings.TrimPrefix(tag, Repository)},
+	})
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, prefixWriter{progress, "  "}, 0, false, nil); err != nil {
+		return "", fmt.Errorf("building %s: %w", tag, err)
+	}
+	return tag, nil
+}
+
+// context tars the image's embedded build inputs.
+func (im Image) context() (io.Reader, error) {
+	files, err := im.files()
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		data, err := inputs.ReadFile(path.Join(im.Name, f))
+		if err != nil {
+			return nil, err
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: f, Mode: 0o644, Size: int64(len(data))}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return &buf, nil
+}
+
+// Status of one image for doctor.
+type Status struct {
+	Image   Image
+	Tag     string
+	Present bool
+	// Stale lists older tags of the same image found on the daemon.
+	Stale []string
+}
+
+// Check reports whether each runner image (for the default base) is
+// present, and which stale tags of it exist.
+func Check(ctx context.Context, cli client.APIClient, ims []Image) ([]Status, error) {
+	var out []Status
+	for _, im := range ims {
+		st := Status{Image: im, Tag: im.DefaultTag()}
+		ok, err := Exists(ctx, cli, st.Tag)
+		if err != nil {
+			return nil, err
+		}
+		st.Present = ok
+		list, err := cli.ImageList(ctx, dimage.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			for _, t := range s.RepoTags {
+				if strings.HasPrefix(t, Repository+im.Name+":") && t != st.Tag {
+					st.Stale = append(st.Stale, t)
+				}
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// ErrMissing reports a runner image that must be built first.
+func ErrMissing(tag string) error {
+	return fmt.Errorf("%w: runner image %s is missing or stale; build it with `dsh-container images build` (or `make images`)", errdefs.ErrNotFound, tag)
+}
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if p.w == nil {
+		return len(b), nil
+	}
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var _ = errors.New
+var _ = os.Getenv
