@@ -1,0 +1,272 @@
+// Unit tests of the TS runner's protocol decoder, source-map decoder and
+// value rendering. Run: node --test images/ts-runner/test/
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const boot = require('../bootstrap.js');
+
+const VECTORS = path.join(__dirname, '../../../portproto/testdata/vectors.json');
+const LIMITS = { maxLogBytes: 1 << 20, maxValueBytes: 1 << 20, maxFrameBytes: 4 << 20 };
+
+function decodeCode(dir, frame, max = 1 << 20) {
+  try {
+    boot.decodeFrame(dir, frame, max);
+    return null;
+  } catch (err) {
+    assert.ok(err instanceof boot.ProtocolError, `untyped error ${err && err.stack}`);
+    return err.code;
+  }
+}
+
+test('vectors: host-to-runner frames are accepted or rejected as portproto says', () => {
+  const { vectors } = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
+  const mine = vectors.filter((v) => v.direction === boot.HOST_TO_RUNNER);
+  assert.ok(mine.length > 0);
+  for (const v of mine) {
+    let msg;
+    let err;
+    try {
+      msg = boot.validateHostFrame(Buffer.from(v.frame, 'utf8'));
+    } catch (e) {
+      err = e;
+    }
+    if (v.valid) {
+      assert.equal(err, undefined, `${v.name}: rejected a valid frame: ${err && err.message}`);
+      assert.equal(msg.type, JSON.parse(v.frame).type, v.name);
+    } else {
+      assert.ok(err instanceof boot.ProtocolError, `${v.name}: accepted an invalid frame`);
+      assert.equal(err.code, v.code, `${v.name}: ${err.message}`);
+    }
+    // The string form decodes the same way.
+    assert.equal(decodeCode(v.direction, v.frame), v.valid ? null : v.code, v.name);
+  }
+});
+
+test('vectors: runner-to-host frames too (the same decoder checks what the runner sends)', () => {
+  const { vectors } = JSON.parse(fs.readFileSync(VECTORS, 'utf8'));
+  for (const v of vectors.filter((x) => x.direction === boot.RUNNER_TO_HOST)) {
+    assert.equal(decodeCode(v.direction, v.frame), v.valid ? null : v.code, v.name);
+  }
+});
+
+const RUN = (over = {}) => JSON.stringify({
+  type: 'run', version: 1, program: 'x', bindings: [{ global: 'tools', functions: ['a'] }], limits: LIMITS, ...over,
+});
+const H2R = (frame, max) => decodeCode(boot.HOST_TO_RUNNER, frame, max);
+
+test('decoder: Go encoding/json corner cases', () => {
+  const cases = [
+    // [name, frame, expected code or null]
+    ['result ok', '{"type":"result","id":1,"ok":true,"value":{"a":[1,2]}}', null],
+    ['failed result without message (Go omits an empty message)', '{"type":"result","id":1,"ok":false}', null],
+    ['failed result with null message', '{"type":"result","id":1,"ok":false,"message":null}', null],
+    ['null ok is false', '{"type":"result","id":1,"ok":null,"message":"m"}', null],
+    ['failed result with null value', '{"type":"result","id":1,"ok":false,"value":null}', 'bad-field'],
+    ['id 1.0 is not an int literal', '{"type":"result","id":1.0,"ok":true,"value":1}', 'bad-field'],
+    ['id 1e0 is not an int literal', '{"type":"result","id":1e0,"ok":true,"value":1}', 'bad-field'],
+    ['id max', `{"type":"result","id":${2 ** 53 - 1},"ok":true,"value":1}`, null],
+    ['id 2^53', '{"type":"result","id":9007199254740992,"ok":true,"value":1}', 'bad-field'],
+    ['id beyond int64', '{"type":"result","id":99999999999999999999,"ok":true,"value":1}', 'bad-field'],
+    ['id null', '{"type":"result","id":null,"ok":true,"value":1}', 'bad-field'],
+    ['ok as string', '{"type":"result","id":1,"ok":"true","value":1}', 'bad-field'],
+    ['message as number', '{"type":"result","id":1,"ok":false,"message":3}', 'bad-field'],
+    ['unknown field', '{"type":"result","id":1,"ok":true,"value":1,"extra":0}', 'bad-field'],
+    ['field in another case', '{"type":"result","ID":1,"ok":true,"value":1}', 'bad-field'],
+    ['type in another case', '{"Type":"result","id":1,"ok":true,"value":1}', 'bad-field'],
+    ['no type', '{"id":1}', 'bad-type'],
+    ['numeric type', '{"type":1}', 'bad-type'],
+    ['unknown type', '{"type":"nope"}', 'bad-type'],
+    ['runner frame toward the runner', '{"type":"done","ok":true}', 'bad-type'],
+    ['null frame', 'null', 'bad-type'],
+    ['array frame', '[1]', 'not-json'],
+    ['string frame', '"x"', 'not-json'],
+    ['trailing garbage', '{"type":"result"} x', 'not-json'],
+    ['NaN literal', '{"type":"result","id":1,"ok":true,"value":NaN}', 'not-json'],
+    ['BOM', '\ufeff{"type":"result","id":1,"ok":true,"value":1}', 'not-json'],
+    ['run', RUN(), null],
+    ['run without bindings and program', JSON.stringify({ type: 'run', version: 1, limits: LIMITS }), null],
+    ['run null bindings', RUN({ bindings: null }), null],
+    ['run null functions', RUN({ bindings: [{ global: 't', functions: null }] }), null],
+    ['run version 1.0', RUN().replace('"version":1', '"version":1.0'), 'bad-field'],
+    ['run version missing', JSON.stringify({ type: 'run', program: '', bindings: [], limits: LIMITS }), 'bad-version'],
+    ['run limits missing', JSON.stringify({ type: 'run', version: 1, program: '', bindings: [] }), 'bad-field'],
+    ['run limits only frame bytes', JSON.stringify({ type: 'run', version: 1, limits: { maxFrameBytes: 4096 } }), null],
+    ['run negative log bytes', RUN({ limits: { ...LIMITS, maxLogBytes: -1 } }), 'bad-field'],
+    ['run fractional limit', RUN().replace('"maxLogBytes":1048576', '"maxLogBytes":1048576.5'), 'bad-field'],
+    ['run exponent limit', RUN().replace('"maxLogBytes":1048576', '"maxLogBytes":1e6'), 'bad-field'],
+    ['run unknown limits field', RUN({ limits: { ...LIMITS, extra: 1 } }), 'bad-field'],
+    ['run unknown binding field', RUN({ bindings: [{ global: 't', functions: [], x: 1 }] }), 'bad-field'],
+    ['run binding as array', RUN({ bindings: [['t']] }), 'bad-field'],
+    ['run null binding', RUN({ bindings: [null] }), 'bad-field'],
+    ['run empty function name', RUN({ bindings: [{ global: 't', functions: [''] }] }), 'bad-field'],
+    ['run null function name', RUN({ bindings: [{ global: 't', functions: [null] }] }), 'bad-field'],
+    ['run numeric function name', RUN({ bindings: [{ global: 't', functions: [1] }] }), 'bad-field'],
+    ['run long function name', RUN({ bindings: [{ global: 't', functions: ['é'.repeat(513)] }] }), 'bad-field'],
+    ['run 1024-byte function name', RUN({ bindings: [{ global: 't', functions: ['é'.repeat(512)] }] }), null],
+    ['run global with newline', RUN({ bindings: [{ global: 'tools\n', functions: [] }] }), 'bad-field'],
+    ['run odd names', RUN({ bindings: [{ global: '_T1', functions: ['__proto__', 'constructor', 'my-tool', 'a b', '☃'] }] }), null],
+    ['run sourceMap number', RUN({ sourceMap: 1 }), 'bad-field'],
+    ['run program null', RUN({ program: null }), null],
+    ['duplicate keys: the last wins', '{"type":"result","id":0,"id":2,"ok":true,"value":1}', null],
+  ];
+  for (const [name, frame, code] of cases) assert.equal(H2R(frame), code, name);
+});
+
+test('decoder: decoded messages carry Go zero values and raw presence', () => {
+  const r = boot.validateHostFrame('{"type":"result","id":7,"ok":true,"value":null}');
+  assert.deepEqual(r, { type: 'result', id: 7, ok: true, value: null, message: '' });
+  const f = boot.validateHostFrame('{"type":"result","id":7,"ok":false}');
+  assert.equal(Object.hasOwn(f, 'value'), false);
+  const run = boot.validateHostFrame(JSON.stringify({ type: 'run', version: 1, limits: { maxFrameBytes: 5000 } }));
+  assert.deepEqual(run, {
+    type: 'run', version: 1, program: '', sourceMap: '', bindings: [], limits: { maxLogBytes: 0, maxValueBytes: 0, maxFrameBytes: 5000 },
+  });
+});
+
+test('decoder: size and UTF-8', () => {
+  const frame = '{"type":"result","id":1,"ok":true,"value":"' + 'x'.repeat(5000) + '"}';
+  assert.equal(H2R(frame, 4096), 'too-large');
+  assert.equal(H2R(frame, 0), null);
+  const bad = Buffer.concat([Buffer.from('{"type":"result","id":1,"ok":true,"value":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+  assert.equal(decodeCode(boot.HOST_TO_RUNNER, bad), 'not-utf8');
+  // An encoded surrogate (ED A0 80) is not UTF-8 for Go either.
+  const sur = Buffer.concat([Buffer.from('{"type":"result","id":1,"ok":true,"value":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]);
+  assert.equal(decodeCode(boot.HOST_TO_RUNNER, sur), 'not-utf8');
+  assert.equal(decodeCode(boot.HOST_TO_RUNNER, '{"type":"result","id":1,"ok":true,"value":"\ud800"}'), 'not-utf8');
+  // An escaped lone surrogate is valid JSON text (Go reads it as U+FFFD).
+  assert.equal(H2R('{"type":"result","id":1,"ok":true,"value":"\\ud800"}'), null);
+});
+
+test('decoder: never throws anything but ProtocolError on junk', () => {
+  const seeds = [RUN(), '{"type":"result","id":1,"ok":true,"value":[{"a":"}"}]}', '{"type":"result","id":1,"ok":false,"message":"m"}'];
+  let n = 0;
+  for (const seed of seeds) {
+    for (let i = 0; i < seed.length; i++) {
+      for (const patch of ['', '"', '}', ']', '1.5', 'null', '\\', '{', ',']) {
+        const frame = seed.slice(0, i) + patch + seed.slice(i + 1);
+        decodeCode(boot.HOST_TO_RUNNER, frame);
+        n++;
+      }
+    }
+  }
+  assert.ok(n > 1000);
+});
+
+// --- source maps
+
+const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+function vlq(v) {
+  let u = v < 0 ? (-v << 1) | 1 : v << 1;
+  let s = '';
+  do {
+    let d = u & 31;
+    u >>>= 5;
+    if (u > 0) d |= 32;
+    s += B64[d];
+  } while (u > 0);
+  return s;
+}
+
+test('source map: VLQ decoding', () => {
+  assert.deepEqual(boot.decodeVLQ('AAAA'), [0, 0, 0, 0]);
+  assert.deepEqual(boot.decodeVLQ('gB'), [16]);
+  assert.deepEqual(boot.decodeVLQ('D'), [-1]);
+  for (const v of [0, 1, -1, 15, 16, -16, 1000, -123456, 2 ** 29]) assert.deepEqual(boot.decodeVLQ(vlq(v)), [v]);
+  assert.throws(() => boot.decodeVLQ('g'), /truncated/);
+  assert.throws(() => boot.decodeVLQ('A!'), /base64/);
+});
+
+test('source map: positions map by greatest lower bound on the line', () => {
+  // generated line 1: col 2 -> original line 4 col 0, col 8 -> original 4 col 6; line 0 unmapped.
+  const mappings = ';' + vlq(2) + vlq(0) + vlq(4) + vlq(0) + ',' + vlq(6) + vlq(0) + vlq(0) + vlq(6) + ';' + vlq(0) + vlq(0) + vlq(1) + vlq(-6) + ',' + vlq(3);
+  const lines = boot.parseSourceMap(JSON.stringify({ version: 3, sources: ['program.ts'], names: [], mappings }));
+  assert.equal(boot.mapPosition(lines, 1, 1), null);
+  assert.equal(boot.mapPosition(lines, 2, 1), null); // before the first segment
+  assert.deepEqual(boot.mapPosition(lines, 2, 3), { line: 5, column: 1 });
+  assert.deepEqual(boot.mapPosition(lines, 2, 8), { line: 5, column: 1 });
+  assert.deepEqual(boot.mapPosition(lines, 2, 9), { line: 5, column: 7 });
+  assert.deepEqual(boot.mapPosition(lines, 2, 50), { line: 5, column: 7 });
+  assert.deepEqual(boot.mapPosition(lines, 3, 1), { line: 6, column: 1 });
+  assert.equal(boot.mapPosition(lines, 3, 4), null); // an unmapped segment
+  assert.equal(boot.mapPosition(lines, 9, 1), null);
+  // The vector's map parses.
+  assert.deepEqual(boot.parseSourceMap('{"version":3,"sources":["program.ts"],"mappings":"AAAA","names":[]}'), [[[0, 0, 0, 0]]]);
+  assert.throws(() => boot.parseSourceMap('{"version":2,"mappings":""}'));
+});
+
+// --- values
+
+test('values: JSON values cross as JSON, everything else as inspect', () => {
+  const frame = (v, limits = LIMITS) => JSON.parse(boot.doneValueFrame(v, limits));
+  assert.deepEqual(frame(undefined), { type: 'done', ok: true });
+  assert.deepEqual(frame(null), { type: 'done', ok: true, valueKind: 'json', value: null });
+  const plain = { a: [1, 'two', true, null, { b: -0.5 }], u: undefined, n: Object.assign(Object.create(null), { k: 1 }) };
+  assert.deepEqual(frame(plain).value, { a: [1, 'two', true, null, { b: -0.5 }], n: { k: 1 } });
+  assert.deepEqual(frame([undefined, 1]).value, [null, 1]);
+  const inspected = [
+    [new Map([['a', 1]]), "Map(1) { 'a' => 1 }"],
+    [NaN, 'NaN'],
+    [10n, '10n'],
+    [new Date(0), '1970-01-01T00:00:00.000Z'],
+    [new (class Point { constructor() { this.x = 1; } })(), 'Point { x: 1 }'],
+    [{ f() {} }, '{ f: [Function: f] }'],
+    [[Infinity], '[ Infinity ]'],
+  ];
+  for (const [v, want] of inspected) assert.deepEqual(frame(v), { type: 'done', ok: true, valueKind: 'inspect', value: want });
+  const cyc = { a: 1 };
+  cyc.self = cyc;
+  assert.equal(frame(cyc).valueKind, 'inspect');
+  const shared = { s: 1 };
+  assert.deepEqual(frame({ x: shared, y: shared }).value, { x: { s: 1 }, y: { s: 1 } });
+  const throwing = { get x() { throw new Error('no'); } };
+  assert.equal(frame(throwing).valueKind, 'inspect');
+});
+
+test('values: truncation cuts the text at maxValueBytes on a UTF-8 boundary', () => {
+  const limits = { ...LIMITS, maxValueBytes: 10 };
+  assert.deepEqual(JSON.parse(boot.doneValueFrame('abcdefgh', limits)), { type: 'done', ok: true, valueKind: 'json', value: 'abcdefgh' });
+  assert.deepEqual(JSON.parse(boot.doneValueFrame('abcdefghi', limits)), { type: 'done', ok: true, valueKind: 'json', value: '"abcdefghi', truncated: true });
+  assert.deepEqual(JSON.parse(boot.doneValueFrame('ééééé', limits)), { type: 'done', ok: true, valueKind: 'json', value: '"éééé', truncated: true });
+  assert.deepEqual(JSON.parse(boot.doneValueFrame(new Map([[1, 2]]), limits)), { type: 'done', ok: true, valueKind: 'inspect', value: 'Map(1) { 1', truncated: true });
+  // A frame limit below the value limit still bounds the frame.
+  const tight = { maxLogBytes: 0, maxValueBytes: 1 << 20, maxFrameBytes: 4096 };
+  const frame = boot.doneValueFrame('"'.repeat(100000), tight);
+  assert.ok(Buffer.byteLength(frame) <= 4096, `${Buffer.byteLength(frame)}`);
+  assert.equal(JSON.parse(frame).truncated, true);
+  boot.decodeFrame(boot.RUNNER_TO_HOST, frame, 4096);
+});
+
+test('values: an error done fits the frame', () => {
+  const tight = { maxLogBytes: 0, maxValueBytes: 0, maxFrameBytes: 4096 };
+  const err = new Error('m'.repeat(3000));
+  err.stack = 's'.repeat(10000);
+  const frame = boot.doneErrorFrame(err, tight);
+  assert.ok(Buffer.byteLength(frame) <= 4096);
+  const done = boot.decodeFrame(boot.RUNNER_TO_HOST, frame, 4096);
+  assert.equal(done.error.message, 'm'.repeat(3000));
+  assert.ok(done.error.stack.startsWith('sss'));
+  assert.deepEqual(JSON.parse(boot.doneErrorFrame('x', LIMITS)), { type: 'done', ok: false, error: { name: 'Uncaught', message: "'x'" } });
+});
+
+test('text: cutForJSON and cutUTF8 respect character boundaries', () => {
+  assert.equal(boot.cutForJSON('abc', 2), 'ab');
+  assert.equal(boot.cutForJSON('a"b', 2), 'a');
+  assert.equal(boot.cutForJSON('a"b', 3), 'a"');
+  assert.equal(boot.cutForJSON('\u0001x', 6), '\u0001');
+  assert.equal(boot.cutForJSON('😀😀', 7), '😀');
+  assert.equal(boot.cutForJSON('😀😀', 8), '😀😀');
+  for (const s of ['x"\\\n\t\u0001é€😀\u2028', 'plain']) {
+    for (let b = 0; b < 40; b++) {
+      const cut = boot.cutForJSON(s, b);
+      assert.ok(Buffer.byteLength(JSON.stringify(cut)) - 2 <= b);
+      assert.ok(s.startsWith(cut) && cut.isWellFormed());
+    }
+  }
+  assert.equal(boot.cutUTF8('aé', 2), 'a');
+  assert.equal(boot.cutUTF8('aé', 3), 'aé');
+  assert.equal(boot.cutUTF8('😀', 3), '');
+});
