@@ -2,7 +2,6 @@ package registry
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -73,19 +72,19 @@ func knownLanguages(renderers map[backend.Language]sdkRenderer) string {
 func (r *Registry) codeRuntime() (backend.Runtime, sdkRenderer, runCodeFlavor, error) {
 	rt := r.cfg.runtime
 	if rt == nil {
-		return nil, nil, runCodeFlavor{}, fmt.Errorf("%w: tool mode %q needs a code runtime and none is configured (known languages: %s)",
-			errdefs.ErrFailedPrecondition, r.cfg.mode, knownLanguages(r.renderers))
+		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "tool mode %q needs a code runtime and none is configured (known languages: %s)",
+			r.cfg.mode, knownLanguages(r.renderers))
 	}
 	lang := rt.Language()
 	render, ok := r.renderers[lang]
 	if !ok {
-		return nil, nil, runCodeFlavor{}, fmt.Errorf("%w: code runtime language %q has no SDK renderer (known languages: %s)",
-			errdefs.ErrFailedPrecondition, lang, knownLanguages(r.renderers))
+		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no SDK renderer (known languages: %s)",
+			lang, knownLanguages(r.renderers))
 	}
 	flavor, ok := runCodeFlavors[lang]
 	if !ok { // unreachable while the tables are in step (see the tables test)
-		return nil, nil, runCodeFlavor{}, fmt.Errorf("%w: code runtime language %q has no run_code description (known languages: %s)",
-			errdefs.ErrFailedPrecondition, lang, knownLanguages(r.renderers))
+		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no run_code description (known languages: %s)",
+			lang, knownLanguages(r.renderers))
 	}
 	return rt, render, flavor, nil
 }

@@ -1,10 +1,6 @@
 package registry
 
-import (
-	"fmt"
-
-	"github.com/containerd/errdefs"
-)
+import "github.com/containerd/errdefs"
 
 // Mode is how the registry presents its tools to the model.
 type Mode string
@@ -32,7 +28,7 @@ func ParseMode(s string) (Mode, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w: unknown tool presentation mode %q (valid: native, code, both)", errdefs.ErrInvalidArgument, s)
+	return "", errorf(errdefs.ErrInvalidArgument, "unknown tool presentation mode %q (valid: native, code, both)", s)
 }
 
 // codeMode reports whether the mode presents run_code.

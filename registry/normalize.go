@@ -36,7 +36,7 @@ func NormalizeArguments(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	v, err := decodeCanonical(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: arguments are not lossless JSON: %w", errdefs.ErrInvalidArgument, err)
+		return nil, errorf(errdefs.ErrInvalidArgument, "arguments are not lossless JSON: %w", err)
 	}
 	return encodeCanonical(v)
 }
@@ -187,7 +187,7 @@ func encodeCanonical(v any) (json.RawMessage, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+		return nil, errorf(errdefs.ErrInvalidArgument, "encode JSON: %w", err)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

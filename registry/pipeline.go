@@ -113,18 +113,18 @@ func (r *Registry) resolve(call Call) (Execution, executeFunc, error) {
 		return exec, nil, err
 	}
 	if call.ID == "" {
-		return exec, nil, fmt.Errorf("%w: call to %q has no id", errdefs.ErrInvalidArgument, call.Name)
+		return exec, nil, errorf(errdefs.ErrInvalidArgument, "call to %q has no id", call.Name)
 	}
 	var do executeFunc
 	if call.Name == RunCode {
 		if !r.cfg.mode.codeMode() {
-			return exec, nil, fmt.Errorf("%w: tool %q is not available in mode %q", errdefs.ErrNotFound, call.Name, r.cfg.mode)
+			return exec, nil, errorf(errdefs.ErrNotFound, "tool %q is not available in mode %q", call.Name, r.cfg.mode)
 		}
 		do = r.runCode
 	} else {
 		t, ok := r.lookup(call.Scope, call.Name)
 		if !ok {
-			return exec, nil, fmt.Errorf("%w: tool %q is not available", errdefs.ErrNotFound, call.Name)
+			return exec, nil, errorf(errdefs.ErrNotFound, "tool %q is not available", call.Name)
 		}
 		do = t.run
 	}
@@ -173,7 +173,7 @@ func (r *Registry) stages(ctx context.Context, exec Execution, do executeFunc) (
 			r.cfg.logger.LogAttrs(ctx, slog.LevelError, "tool call panicked",
 				slog.String("call_id", exec.CallID), slog.String("tool", exec.Name),
 				slog.Any("panic", v), slog.String("stack", string(debug.Stack())))
-			res = errorResult(fmt.Errorf("%w: tool %q panicked: %v", errdefs.ErrInternal, exec.Name, v))
+			res = errorResult(errorf(errdefs.ErrInternal, "tool %q panicked: %v", exec.Name, v))
 		}
 	}()
 	if err := ctx.Err(); err != nil {

@@ -151,7 +151,7 @@ func (r *Registry) Register(t Tool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.tools[t.Name]; dup {
-		return fmt.Errorf("register tool %q: %w: a tool with this name is already registered", t.Name, errdefs.ErrAlreadyExists)
+		return fmt.Errorf("register tool %q: %w", t.Name, errorf(errdefs.ErrAlreadyExists, "a tool with this name is already registered"))
 	}
 	r.tools[t.Name] = t
 	return nil

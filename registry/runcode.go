@@ -46,10 +46,10 @@ func parseRunCodeArgs(args json.RawMessage) (string, error) {
 		Code *string `json:"code"`
 	}
 	if err := json.Unmarshal(args, &a); err != nil || a.Code == nil {
-		return "", fmt.Errorf("%w: %s needs arguments {\"code\": string}", errdefs.ErrInvalidArgument, RunCode)
+		return "", errorf(errdefs.ErrInvalidArgument, "%s needs arguments {\"code\": string}", RunCode)
 	}
 	if strings.TrimSpace(*a.Code) == "" {
-		return "", fmt.Errorf("%w: %s: code is empty", errdefs.ErrInvalidArgument, RunCode)
+		return "", errorf(errdefs.ErrInvalidArgument, "%s: code is empty", RunCode)
 	}
 	return *a.Code, nil
 }

@@ -122,15 +122,15 @@ func cloneBlocks(blocks []Block) []Block {
 func (t *Tool) validate() error {
 	switch {
 	case t.Name == "":
-		return fmt.Errorf("%w: empty tool name", errdefs.ErrInvalidArgument)
+		return errorf(errdefs.ErrInvalidArgument, "empty tool name")
 	case t.Name == RunCode:
-		return fmt.Errorf("%w: %q is reserved for the Code Mode transport", errdefs.ErrInvalidArgument, RunCode)
+		return errorf(errdefs.ErrInvalidArgument, "%q is reserved for the Code Mode transport", RunCode)
 	case !utf8.ValidString(t.Name):
-		return fmt.Errorf("%w: tool name is not valid UTF-8", errdefs.ErrInvalidArgument)
+		return errorf(errdefs.ErrInvalidArgument, "tool name is not valid UTF-8")
 	case len(t.Name) > backend.MaxFunctionNameBytes:
-		return fmt.Errorf("%w: tool name is longer than %d bytes", errdefs.ErrInvalidArgument, backend.MaxFunctionNameBytes)
+		return errorf(errdefs.ErrInvalidArgument, "tool name is longer than %d bytes", backend.MaxFunctionNameBytes)
 	case t.Execute == nil:
-		return fmt.Errorf("%w: tool has no Execute function", errdefs.ErrInvalidArgument)
+		return errorf(errdefs.ErrInvalidArgument, "tool has no Execute function")
 	}
 	return nil
 }
@@ -146,14 +146,14 @@ func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	v, err := decodeCanonical(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: parameters schema: %w", errdefs.ErrInvalidArgument, err)
+		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
 	}
 	if _, ok := v.(map[string]any); !ok {
-		return nil, fmt.Errorf("%w: parameters schema must be a JSON object", errdefs.ErrInvalidArgument)
+		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema must be a JSON object")
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return nil, fmt.Errorf("%w: parameters schema: %w", errdefs.ErrInvalidArgument, err)
+		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
 	}
 	return buf.Bytes(), nil
 }
