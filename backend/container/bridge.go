@@ -32,6 +32,8 @@ type bridge struct {
 }
 
 const (
+	// maxSocketPath is sizeof(sockaddr_un.sun_path) on Linux.
+	maxSocketPath    = 108
 	writeTimeout     = 10 * time.Second
 	handshakeTimeout = 10 * time.Second
 )
@@ -57,6 +59,9 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, SocketName)
+	if len(path) >= maxSocketPath {
+		return nil, fmt.Errorf("bridge socket path %s is %d bytes; Unix sockets allow %d: choose a shorter socket directory", path, len(path), maxSocketPath-1)
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("bridge socket: %w", err)
@@ -158,6 +163,8 @@ func (p *peer) readLoop(maxFrame int) {
 		typ, data, err := p.c.ReadMessage()
 		var f frame
 		switch {
+		case errors.Is(err, websocket.ErrReadLimit):
+			f.err = &portproto.Error{Code: portproto.CodeTooLarge, Reason: fmt.Sprintf("frame exceeds the %d-byte limit", maxFrame)}
 		case err != nil:
 			f.err = err
 		case typ != websocket.TextMessage:
