@@ -42,10 +42,13 @@
 // the host would drop. A log entry's text is cut so its frame fits
 // maxFrameBytes; once the total log text exceeds maxLogBytes nothing more is
 // logged (the entry that crosses the cap is sent, so the host sees the
-// overflow). A value whose text (JSON text, or the inspect rendering) exceeds
-// maxValueBytes is sent as a JSON string holding its first maxValueBytes
-// bytes (cut on a UTF-8 boundary) with "truncated":true; any frame that
-// would still exceed maxFrameBytes is cut further.
+// overflow). The done value, as encoded in the frame, is at most
+// maxValueBytes bytes: a longer one becomes a JSON string holding the
+// longest prefix of its text (its JSON text, or its inspect rendering), cut
+// on a character boundary, whose encoding fits, with "truncated":true. (The
+// host re-wraps any value longer than maxValueBytes as a string, so a
+// prefix of exactly maxValueBytes bytes would arrive double-encoded.) A
+// frame that would still exceed maxFrameBytes is cut further.
 //
 // Not captured: writes that bypass process.stdout/stderr (fs.writeSync(1)),
 // and process.exit() ends the container without a done frame (the host
@@ -636,18 +639,20 @@ function doneValueFrame(v, limits) {
     kind = 'inspect';
     text = safeInspect(v).toWellFormed();
   }
+  // The value as it appears in the frame (its "raw" JSON) is what the host
+  // measures against maxValueBytes.
+  let raw = kind === 'json' ? text : JSON.stringify(text);
   let truncated = false;
-  if (byteLength(text) > limits.maxValueBytes) {
-    text = cutUTF8(text, limits.maxValueBytes);
+  if (byteLength(raw) > limits.maxValueBytes) {
     truncated = true;
+    raw = JSON.stringify(cutForJSON(text, limits.maxValueBytes - 2));
   }
-  let frame = kind === 'json' && !truncated
-    ? `{"type":"done","ok":true,"valueKind":"json","value":${text}}`
-    : JSON.stringify({ type: 'done', ok: true, valueKind: kind, value: text, ...(truncated && { truncated: true }) });
+  const render = () => `{"type":"done","ok":true,"valueKind":"${kind}","value":${raw}${truncated ? ',"truncated":true' : ''}}`;
+  let frame = render();
   if (byteLength(frame) > limits.maxFrameBytes) {
-    const overhead = byteLength(JSON.stringify({ type: 'done', ok: true, valueKind: kind, value: '', truncated: true }));
-    text = cutForJSON(text, limits.maxFrameBytes - overhead);
-    frame = JSON.stringify({ type: 'done', ok: true, valueKind: kind, value: text, truncated: true });
+    truncated = true;
+    raw = JSON.stringify(cutForJSON(text, limits.maxFrameBytes - byteLength(`{"type":"done","ok":true,"valueKind":"${kind}","value":"","truncated":true}`)));
+    frame = render();
   }
   return frame;
 }

@@ -226,12 +226,18 @@ test('values: JSON values cross as JSON, everything else as inspect', () => {
   assert.equal(frame(throwing).valueKind, 'inspect');
 });
 
-test('values: truncation cuts the text at maxValueBytes on a UTF-8 boundary', () => {
+test('values: a value longer than maxValueBytes becomes a string prefix whose encoding fits', () => {
   const limits = { ...LIMITS, maxValueBytes: 10 };
-  assert.deepEqual(JSON.parse(boot.doneValueFrame('abcdefgh', limits)), { type: 'done', ok: true, valueKind: 'json', value: 'abcdefgh' });
-  assert.deepEqual(JSON.parse(boot.doneValueFrame('abcdefghi', limits)), { type: 'done', ok: true, valueKind: 'json', value: '"abcdefghi', truncated: true });
-  assert.deepEqual(JSON.parse(boot.doneValueFrame('ééééé', limits)), { type: 'done', ok: true, valueKind: 'json', value: '"éééé', truncated: true });
-  assert.deepEqual(JSON.parse(boot.doneValueFrame(new Map([[1, 2]]), limits)), { type: 'done', ok: true, valueKind: 'inspect', value: 'Map(1) { 1', truncated: true });
+  const done = (v) => JSON.parse(boot.doneValueFrame(v, limits));
+  const rawLen = (v) => Buffer.byteLength(JSON.stringify(done(v).value));
+  assert.deepEqual(done('abcdefgh'), { type: 'done', ok: true, valueKind: 'json', value: 'abcdefgh' }); // 10 bytes of JSON
+  assert.deepEqual(done('abcdefghi'), { type: 'done', ok: true, valueKind: 'json', value: '"abcdef', truncated: true });
+  assert.deepEqual(done('ééééé'), { type: 'done', ok: true, valueKind: 'json', value: '"ééé', truncated: true });
+  assert.deepEqual(done([1, 2, 3, 4, 5, 6]), { type: 'done', ok: true, valueKind: 'json', value: '[1,2,3,4', truncated: true });
+  assert.deepEqual(done(new Map([[1, 2]])), { type: 'done', ok: true, valueKind: 'inspect', value: 'Map(1) {', truncated: true });
+  assert.deepEqual(done(new Set()), { type: 'done', ok: true, valueKind: 'inspect', value: 'Set(0) {}' }); // 11 bytes encoded
+  for (const v of ['abcdefghi', 'ééééé', '😀😀😀', [1, 2, 3, 4, 5, 6], new Map([[1, 2]]), new Set()]) assert.ok(rawLen(v) <= 10, String(v));
+  assert.deepEqual(JSON.parse(boot.doneValueFrame('abc', { ...LIMITS, maxValueBytes: 0 })), { type: 'done', ok: true, valueKind: 'json', value: '', truncated: true });
   // A frame limit below the value limit still bounds the frame.
   const tight = { maxLogBytes: 0, maxValueBytes: 1 << 20, maxFrameBytes: 4096 };
   const frame = boot.doneValueFrame('"'.repeat(100000), tight);
