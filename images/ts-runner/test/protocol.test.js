@@ -235,7 +235,8 @@ test('values: a value longer than maxValueBytes becomes a string prefix whose en
   assert.deepEqual(done('ééééé'), { type: 'done', ok: true, valueKind: 'json', value: '"ééé', truncated: true });
   assert.deepEqual(done([1, 2, 3, 4, 5, 6]), { type: 'done', ok: true, valueKind: 'json', value: '[1,2,3,4', truncated: true });
   assert.deepEqual(done(new Map([[1, 2]])), { type: 'done', ok: true, valueKind: 'inspect', value: 'Map(1) {', truncated: true });
-  assert.deepEqual(done(new Set()), { type: 'done', ok: true, valueKind: 'inspect', value: 'Set(0) {}' }); // 11 bytes encoded
+  assert.deepEqual(done(Symbol()), { type: 'done', ok: true, valueKind: 'inspect', value: 'Symbol()' }); // 10 bytes encoded
+  assert.deepEqual(done(new Set()), { type: 'done', ok: true, valueKind: 'inspect', value: 'Set(0) {', truncated: true }); // 11 bytes encoded
   for (const v of ['abcdefghi', 'ééééé', '😀😀😀', [1, 2, 3, 4, 5, 6], new Map([[1, 2]]), new Set()]) assert.ok(rawLen(v) <= 10, String(v));
   assert.deepEqual(JSON.parse(boot.doneValueFrame('abc', { ...LIMITS, maxValueBytes: 0 })), { type: 'done', ok: true, valueKind: 'json', value: '', truncated: true });
   // A frame limit below the value limit still bounds the frame.
