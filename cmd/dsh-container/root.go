@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-		"github.com/spf13/cobra"
+	"github.com/spf13/cobra"
 
 	"github.com/dsh-container/dsh-container/backend/container/docker"
 )
