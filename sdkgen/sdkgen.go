@@ -1,14 +1,13 @@
-// Package sdkgen renders the Code Mode SDK — the only view of the tools a
-// model gets in Code Mode — from the tools' JSON Schemas, as TypeScript
-// declarations or Python stubs, plus the usage instructions around them.
-//
-// Rendering is pure, total and deterministic: any JSON value is accepted as
-// a schema (unsupported constructs degrade to unknown / Any), tools are
-// ordered lexicographically whatever the input order, and the same tool set
-// always yields byte-identical text, so the prompt prefix stays cacheable.
 package sdkgen
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // ReservedTool is the Code Mode transport; it is never part of an SDK.
 const ReservedTool = "run_code"
@@ -21,17 +20,88 @@ type Tool struct {
 	InputSchema json.RawMessage
 }
 
-// TypeScriptSource renders the declaration block: a standalone TypeScript
-// file declaring `tools`.
-func TypeScriptSource(tools []Tool) string { return "" }
+// Language is a program language an SDK can be rendered for; it matches a
+// code runtime's language descriptor.
+type Language string
 
-// TypeScriptPrompt renders the whole TypeScript SDK prompt section: usage
-// instructions followed by the declaration block.
-func TypeScriptPrompt(tools []Tool) string { return "" }
+// The languages with a renderer.
+const (
+	TypeScript Language = "typescript"
+	Python     Language = "python"
+)
 
-// PythonSource renders the Python stub block: a standalone module that
-// CPython compiles.
-func PythonSource(tools []Tool) string { return "" }
+// Languages returns the languages with a renderer, sorted.
+func Languages() []Language { return []Language{Python, TypeScript} }
 
-// PythonPrompt renders the whole Python SDK prompt section.
-func PythonPrompt(tools []Tool) string { return "" }
+// Supported reports whether l has a renderer.
+func (l Language) Supported() bool { return l == TypeScript || l == Python }
+
+// Format selects what Render produces.
+type Format string
+
+const (
+	// FormatPrompt is the whole SDK prompt section: usage instructions and
+	// the declarations in a Markdown code block.
+	FormatPrompt Format = "prompt"
+	// FormatSource is the declarations alone, as a standalone source file.
+	FormatSource Format = "source"
+)
+
+// Errors returned by Render.
+var (
+	ErrUnknownLanguage = errors.New("sdkgen: unknown language")
+	ErrUnknownFormat   = errors.New("sdkgen: unknown format")
+)
+
+// Render renders tools in lang and format. It fails only for a language or
+// format it does not know (the error wraps ErrUnknownLanguage or
+// ErrUnknownFormat and names the known values); the empty format means
+// FormatPrompt.
+func Render(lang Language, format Format, tools []Tool) (string, error) {
+	if format == "" {
+		format = FormatPrompt
+	}
+	if format != FormatPrompt && format != FormatSource {
+		return "", fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownFormat, format, FormatPrompt, FormatSource)
+	}
+	prompt := format == FormatPrompt
+	switch lang {
+	case TypeScript:
+		if prompt {
+			return TypeScriptPrompt(tools), nil
+		}
+		return TypeScriptSource(tools), nil
+	case Python:
+		if prompt {
+			return PythonPrompt(tools), nil
+		}
+		return PythonSource(tools), nil
+	}
+	return "", fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownLanguage, lang, Python, TypeScript)
+}
+
+// visible returns the tools an SDK shows, in SDK order: names (and
+// descriptions) with invalid UTF-8 repaired, ReservedTool dropped, sorted
+// by name byte-wise, and of several tools sharing a name only the first
+// by (name, description, schema bytes) kept. The input is not modified.
+func visible(tools []Tool) []Tool {
+	out := make([]Tool, 0, len(tools))
+	for _, t := range tools {
+		t.Name = validUTF8(t.Name)
+		t.Description = validUTF8(t.Description)
+		if t.Name == ReservedTool {
+			continue
+		}
+		out = append(out, t)
+	}
+	slices.SortStableFunc(out, func(a, b Tool) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Description, b.Description); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.InputSchema, b.InputSchema)
+	})
+	return slices.CompactFunc(out, func(a, b Tool) bool { return a.Name == b.Name })
+}

@@ -1,0 +1,73 @@
+// Package sdkgen renders the Code Mode SDK — the only view of the tools a
+// model gets in Code Mode — from the tools' JSON Schemas, as TypeScript
+// declarations or Python stubs, plus the usage instructions around them
+// (seed 001 § "SDK prompt section", § "Codegen"; seed 004 § "The Python SDK
+// renderer").
+//
+// Rendering is pure, total and deterministic. Any bytes are accepted as a
+// schema: what is not understood ($ref, patternProperties, tuple items,
+// boolean schemas, allOf, malformed values such as "type": 5, invalid JSON)
+// degrades to unknown (TypeScript) or Any (Python), never to an error or to
+// text that does not compile. Tools are shown in byte-wise lexicographic
+// order of their names whatever the input order; ReservedTool is never
+// shown; of several tools sharing a name only the first by (name,
+// description, schema bytes) is kept; invalid UTF-8 in names and text is
+// replaced by U+FFFD (so a registry should reject such names). The same
+// tool set therefore always yields byte-identical text and the prompt
+// prefix stays cacheable. Time is linear in the input: each schema node is
+// visited once, nesting beyond MaxDepth renders as unknown, and JSON nested
+// deeper than the renderer could use is skipped without recursion.
+//
+// # Schema mapping
+//
+// string, number, integer (number in TypeScript, int in Python), boolean,
+// null, array with items, object with properties and required (other
+// properties optional: `?:` / NotRequired), enum and const (literal unions;
+// a non-primitive member makes the type unknown), type arrays (unions) and
+// anyOf/oneOf (unions). An object's properties keep the schema's order; a
+// key listed in required but not declared is typed unknown. An object with
+// declared properties is closed unless additionalProperties is true or a
+// schema (then TypeScript gets an index signature, typed unknown unless
+// every declared property has exactly the schema's type, so that it is
+// valid under --strict); an object without properties is a map,
+// `{ [key: string]: T }` / dict[str, T]. Descriptions become JSDoc or
+// Python docstrings and comments.
+//
+// # TypeScript
+//
+// TypeScriptSource declares `declare const tools: {...}` with every tool
+// as a quoted key (no aliases: `tools["my-tool"](args)`), arguments as
+// inline object types (keys that are not ASCII identifiers quoted) and
+// results as Promise<string>. JSDoc text cannot close its comment ("*/" is
+// written "*\/") and a line starting with "@" is written "\@" so that it
+// is not read as a tag. String literals escape every non-printable
+// character. The output passes `tsc --noEmit --strict`.
+//
+// # Python
+//
+// PythonSource follows seed 004: a TypedDict per argument shape, named from
+// the PascalCased tool name plus "Args" (nested object shapes append their
+// path: property names, "Item", "Value", "VariantN"), unique in the module,
+// never a keyword, builtin or module name, and defined before use so the
+// module also executes; class Tools with one `async def` per tool whose
+// docstring is the first statement of its body; a tool whose name cannot be
+// a method (see below) listed as a `# tools["name"](args: T) -> str`
+// comment in its sorted place; an explicit `pass` when no method is
+// emitted; list/dict nesting capped at MaxListNesting so no line nears
+// CPython's 200-bracket limit; keys that cannot be class-body fields select
+// the functional TypedDict syntax. The stubs target CPython 3.11+
+// (NotRequired).
+//
+// Python identifiers are restricted to ASCII on purpose: a name with any
+// non-ASCII character is treated as a non-identifier (comment form, and
+// dropped from derived class names). This sidesteps the Unicode-table skew
+// seed 004 describes (Go's tables and the interpreter's may differ in
+// XID_Start/XID_Continue membership and case mapping), so the output
+// parses on any Python 3 whatever the Unicode version on either side. A
+// tool name is also listed as a comment when it is a keyword, starts with
+// "__" (dunder and mangled names would not be reachable as attributes), or
+// is one of the names the stub annotations evaluate inside class Tools
+// (Any, Literal, NotRequired, TypedDict, str, int, float, bool, list, dict):
+// a method of that name would shadow it. Such tools remain callable as
+// tools["name"](args).
+package sdkgen

@@ -1,0 +1,390 @@
+package sdkgen
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MaxListNesting caps how many list[...] / dict[str, ...] subscripts nest
+// in one Python annotation; a deeper one renders as Any. CPython's
+// tokenizer rejects a line with more than 200 open brackets, and the stub
+// block must always parse, so the cap keeps every line far below that
+// (MaxDepth bounds the rest, and object shapes start a class of their own).
+const MaxListNesting = 16
+
+// maxUnionMembers caps the alternatives of one Python union before it
+// degrades to Any: CPython compiles A | B | ... as a left-nested chain whose
+// compilation recurses once per member. Literal members do not count; they
+// merge into one flat Literal[...].
+const maxUnionMembers = 100
+
+// maxClassName caps the length of a derived class name before the suffix
+// that makes it unique, so nested names cannot grow with depth.
+const maxClassName = 80
+
+// pyInstructions is the fixed text in front of the Python stubs.
+const pyInstructions = "The tools below are available to programs you run with the `" + ReservedTool + "` tool: pass the program as its `code` argument. " +
+	"Only what the program returns or prints comes back to you.\n" +
+	"\n" +
+	"How to write the program:\n" +
+	"- Write the body of an async function in Python 3. Top-level `await` and `return` work.\n" +
+	"- Call a tool with `await tools.name(args)` for a method declared below, or with `await tools[\"name\"](args)` for any tool; " +
+	"a tool listed only as a comment must be called the second way. A call returns the tool's text output as a `str`.\n" +
+	"- The declarations below are static stubs, for reading only: none of their classes exists when the program runs. " +
+	"Pass arguments as plain `dict` and `list` values, such as `{\"path\": \"notes.txt\"}`; do not construct the `...Args` classes.\n" +
+	"- Apart from Python's builtins and the modules you import, the only names bound are `tools` and `ToolCallError`.\n" +
+	"- A failed tool call raises `ToolCallError`, whose `tool_name` attribute names the tool. Catch it with `try`/`except` when the program should go on after a failure.\n" +
+	"- Tool calls run one at a time, in the order they are made, even under `asyncio.gather`.\n" +
+	"- Return or `print` only what you need to see. Intermediate results the program does not output never re-enter the conversation.\n" +
+	"\n" +
+	"The `tools` object:\n" +
+	"\n"
+
+const pyHeader = `from typing import Any, Literal, NotRequired, TypedDict
+
+
+class ToolCallError(Exception):
+    """Raised when a tool call fails; tool_name names the tool."""
+
+    tool_name: str
+
+
+`
+
+// pyKeywords are Python's hard keywords: never a name.
+var pyKeywords = setOf("False", "None", "True", "and", "as", "assert", "async", "await",
+	"break", "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+	"from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass",
+	"raise", "return", "try", "while", "with", "yield")
+
+// pyAnnotationNames are the names the stubs evaluate inside class Tools (in
+// its annotations): a method with one of these names would shadow it for the
+// methods after it, so such a tool is listed as a comment instead.
+var pyAnnotationNames = setOf("Any", "Literal", "NotRequired", "TypedDict",
+	"str", "int", "float", "bool", "list", "dict")
+
+// pyReservedClassNames are names a derived class name never takes: the
+// module's own names and every builtin that starts with an upper-case
+// letter (derived names always do).
+var pyReservedClassNames = setOf("Any", "Literal", "NotRequired", "TypedDict", "Tools", "ToolCallError",
+	"ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
+	"BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
+	"ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
+	"DeprecationWarning", "EOFError", "Ellipsis", "EncodingWarning", "EnvironmentError", "Exception",
+	"ExceptionGroup", "False", "FileExistsError", "FileNotFoundError", "FloatingPointError",
+	"FutureWarning", "GeneratorExit", "IOError", "ImportError", "ImportWarning", "IndentationError",
+	"IndexError", "InterruptedError", "IsADirectoryError", "KeyError", "KeyboardInterrupt",
+	"LookupError", "MemoryError", "ModuleNotFoundError", "NameError", "None", "NotADirectoryError",
+	"NotImplemented", "NotImplementedError", "OSError", "OverflowError", "PendingDeprecationWarning",
+	"PermissionError", "ProcessLookupError", "PythonFinalizationError", "RecursionError",
+	"ReferenceError", "ResourceWarning", "RuntimeError", "RuntimeWarning", "StopAsyncIteration",
+	"StopIteration", "SyntaxError", "SyntaxWarning", "SystemError", "SystemExit", "TabError",
+	"TimeoutError", "True", "TypeError", "UnboundLocalError", "UnicodeDecodeError",
+	"UnicodeEncodeError", "UnicodeError", "UnicodeTranslateError", "UnicodeWarning", "UserWarning",
+	"ValueError", "Warning", "ZeroDivisionError")
+
+func setOf(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// pyMethodName reports whether a tool can be declared as a method of
+// class Tools: an ASCII identifier that is not a keyword, does not start
+// with "__" (dunders and mangled names) and shadows no annotation name.
+func pyMethodName(name string) bool {
+	return isASCIIIdent(name, "_") && !pyKeywords[name] &&
+		!strings.HasPrefix(name, "__") && !pyAnnotationNames[name]
+}
+
+// pyFieldName reports whether a key can be a field in a class-syntax
+// TypedDict; any other key forces the functional syntax.
+func pyFieldName(key string) bool {
+	return isASCIIIdent(key, "_") && !pyKeywords[key] && !strings.HasPrefix(key, "__")
+}
+
+// PythonSource renders the Python stub block: a standalone module that
+// CPython 3.11+ compiles and executes. It declares a TypedDict (or another
+// type) for each tool's arguments, the ToolCallError class, and class Tools
+// with one async method per tool whose name is a plain identifier; any
+// other tool is listed as a `tools["name"]` comment in its sorted place.
+func PythonSource(tools []Tool) string {
+	ts := visible(tools)
+	m := &pyModule{used: map[string]bool{}, next: map[string]int{}}
+	for n := range pyReservedClassNames {
+		m.used[n] = true
+	}
+	for _, t := range ts {
+		if pyMethodName(t.Name) {
+			m.used[t.Name] = true // a class named like a method would be shadowed
+		}
+	}
+	var body strings.Builder
+	methods := 0
+	for i, t := range ts {
+		if i > 0 {
+			body.WriteString("\n")
+		}
+		base := camel(t.Name)
+		if base == "" || base[0] >= '0' && base[0] <= '9' {
+			base = "Tool" + base
+		}
+		if len(base) > maxClassName-len("Args") {
+			base = base[:maxClassName-len("Args")]
+		}
+		args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base+"Args", 0)
+		if !pyMethodName(t.Name) {
+			body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> str\n")
+			for _, l := range docLines(t.Description) {
+				body.WriteString(strings.TrimRight("    #     "+l, " ") + "\n")
+			}
+			continue
+		}
+		methods++
+		body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> str:\n")
+		writePyDocstring(&body, "        ", t.Description)
+		body.WriteString("        ...\n")
+	}
+	if methods == 0 {
+		if len(ts) > 0 {
+			body.WriteString("\n")
+		}
+		body.WriteString("    pass\n")
+	}
+
+	var b strings.Builder
+	b.WriteString(pyHeader)
+	b.WriteString(m.classes.String())
+	b.WriteString("class Tools:\n")
+	b.WriteString(body.String())
+	b.WriteString("\n\ntools: Tools\n")
+	return b.String()
+}
+
+// PythonPrompt renders the whole Python SDK prompt section: usage
+// instructions followed by the stub block in a Markdown code block.
+func PythonPrompt(tools []Tool) string {
+	return pyInstructions + fence("python", PythonSource(tools))
+}
+
+// writePyDocstring writes desc as a docstring at indent, escaped (see
+// writePyDocLine) so that nothing in it can close the string early or form
+// an escape sequence.
+func writePyDocstring(b *strings.Builder, indent, desc string) {
+	lines := docLines(desc)
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString(indent + `"""`)
+	writePyDocLine(b, lines[0], len(lines) == 1)
+	if len(lines) == 1 {
+		b.WriteString(`"""` + "\n")
+		return
+	}
+	b.WriteString("\n")
+	for _, l := range lines[1:] {
+		if l != "" {
+			b.WriteString(indent)
+			writePyDocLine(b, l, false)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(indent + `"""` + "\n")
+}
+
+// writePyDocLine writes one docstring line. A double quote is escaped only
+// where it could help close the string: when another quote follows it, or
+// when it ends a line that the closing quotes follow (last). Backslashes,
+// tabs and non-printable characters are always escaped.
+func writePyDocLine(b *strings.Builder, line string, last bool) {
+	for len(line) > 0 {
+		i := strings.IndexByte(line, '"')
+		if i < 0 {
+			writePyEscaped(b, line)
+			return
+		}
+		writePyEscaped(b, line[:i])
+		if i+1 < len(line) && line[i+1] == '"' || i+1 == len(line) && last {
+			b.WriteString(`\"`)
+		} else {
+			b.WriteByte('"')
+		}
+		line = line[i+1:]
+	}
+}
+
+// pyModule collects the class definitions of one stub module.
+type pyModule struct {
+	used    map[string]bool // names taken (or reserved) in the module
+	next    map[string]int  // next numeric suffix to try per base name
+	classes strings.Builder // definitions, each followed by two blank lines
+}
+
+// name returns a fresh class name derived from base.
+func (m *pyModule) name(base string) string {
+	if len(base) > maxClassName {
+		base = base[:maxClassName]
+	}
+	if !m.used[base] {
+		m.used[base] = true
+		return base
+	}
+	n := max(m.next[base], 2)
+	for m.used[base+strconv.Itoa(n)] {
+		n++
+	}
+	m.next[base] = n + 1
+	name := base + strconv.Itoa(n)
+	m.used[name] = true
+	return name
+}
+
+// typ renders s as a Python annotation. path is the class name an object
+// shape at this position derives its name from; nest counts the enclosing
+// list/dict subscripts.
+func (m *pyModule) typ(s *shape, path string, nest int) string {
+	switch s.kind {
+	case kString:
+		return "str"
+	case kNumber:
+		return "float"
+	case kInteger:
+		return "int"
+	case kBoolean:
+		return "bool"
+	case kNull:
+		return "None"
+	case kLiteral:
+		return m.union([]*shape{s}, path, nest)
+	case kArray:
+		if nest >= MaxListNesting {
+			return "Any"
+		}
+		return "list[" + m.typ(s.elem, path+"Item", nest+1) + "]"
+	case kObject:
+		if len(s.fields) > 0 {
+			return m.class(s, path)
+		}
+		if nest >= MaxListNesting {
+			return "Any"
+		}
+		return "dict[str, " + m.typ(s.extra, path+"Value", nest+1) + "]"
+	case kUnion:
+		return m.union(s.members, path, nest)
+	}
+	return "Any" // unknown, never
+}
+
+// union renders alternatives: literals merge into one Literal[...] at the
+// place of the first, a literal number that is not an integer widens to
+// float, duplicates are dropped.
+func (m *pyModule) union(members []*shape, path string, nest int) string {
+	records, others := 0, 0
+	for _, s := range members {
+		switch {
+		case s.kind == kLiteral:
+		case s.kind == kObject && len(s.fields) > 0:
+			records++
+			others++
+		case nest >= MaxListNesting && (s.kind == kArray || s.kind == kObject):
+			return "Any" // decide before any class is emitted
+		default:
+			others++
+		}
+	}
+	if others > maxUnionMembers {
+		return "Any"
+	}
+	var parts, lits []string
+	litAt := -1
+	seen := map[string]bool{}
+	add := func(t string) {
+		if !seen[t] {
+			seen[t] = true
+			parts = append(parts, t)
+		}
+	}
+	variant := 0
+	for _, s := range members {
+		if s.kind != kLiteral {
+			p := path
+			if records > 1 && s.kind == kObject && len(s.fields) > 0 {
+				variant++
+				p = path + "Variant" + strconv.Itoa(variant)
+			}
+			add(m.typ(s, p, nest))
+			continue
+		}
+		switch s.lit.kind {
+		case jString:
+			lits = append(lits, quotePy(s.lit.s))
+		case jBool:
+			if s.lit.b {
+				lits = append(lits, "True")
+			} else {
+				lits = append(lits, "False")
+			}
+		default: // a JSON number
+			if strings.ContainsAny(s.lit.s, ".eE") {
+				add("float") // Literal takes no floats
+				continue
+			}
+			lits = append(lits, s.lit.s)
+		}
+		if litAt < 0 {
+			litAt = len(parts)
+			parts = append(parts, "") // placeholder
+		}
+	}
+	if litAt >= 0 {
+		parts[litAt] = "Literal[" + strings.Join(lits, ", ") + "]"
+	}
+	return strings.Join(parts, " | ")
+}
+
+// class emits a TypedDict for a record shape (after the classes its fields
+// need) and returns its name. Keys that cannot be class-body fields (not an
+// ASCII identifier, a keyword, or starting with "__") select the functional
+// TypedDict syntax.
+func (m *pyModule) class(s *shape, path string) string {
+	name := m.name(path)
+	types := make([]string, len(s.fields))
+	functional := false
+	for i, f := range s.fields {
+		seg := camel(f.key)
+		if seg == "" {
+			seg = "Field"
+		}
+		t := m.typ(f.typ, name+seg, 0)
+		if !f.required {
+			t = "NotRequired[" + t + "]"
+		}
+		types[i] = t
+		functional = functional || !pyFieldName(f.key)
+	}
+	b := &m.classes
+	if !functional {
+		b.WriteString("class " + name + "(TypedDict):\n")
+		for i, f := range s.fields {
+			writePyComment(b, "    ", f.doc)
+			b.WriteString("    " + f.key + ": " + types[i] + "\n")
+		}
+	} else {
+		b.WriteString(name + " = TypedDict(\n    " + quotePy(name) + ",\n    {\n")
+		for i, f := range s.fields {
+			writePyComment(b, "        ", f.doc)
+			b.WriteString("        " + quotePy(f.key) + ": " + types[i] + ",\n")
+		}
+		b.WriteString("    },\n)\n")
+	}
+	b.WriteString("\n\n")
+	return name
+}
+
+func writePyComment(b *strings.Builder, indent, doc string) {
+	for _, l := range docLines(doc) {
+		b.WriteString(strings.TrimRight(indent+"# "+l, " ") + "\n")
+	}
+}
