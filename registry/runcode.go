@@ -106,7 +106,7 @@ func renderOutput(rr *backend.RunResult) string {
 	returned := len(v) > 0 && (rr.ValueKind != backend.ValueNone || !bytes.Equal(v, []byte("null")))
 	if returned {
 		var s string
-		if err := json.Unmarshal(v, &s); err == nil {
+		if v[0] == '"' && json.Unmarshal(v, &s) == nil {
 			lines = append(lines, s)
 		} else {
 			lines = append(lines, string(v))

@@ -263,7 +263,7 @@ func (p *Pending) Wait() (json.RawMessage, error) {
 // as its JSON text.
 func Text(v json.RawMessage) string {
 	var s string
-	if err := json.Unmarshal(v, &s); err == nil {
+	if len(v) > 0 && v[0] == '"' && json.Unmarshal(v, &s) == nil {
 		return s
 	}
 	return string(v)

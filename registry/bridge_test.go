@@ -1,0 +1,421 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/registry/registrytest"
+)
+
+func TestRunCodeComposesTools(t *testing.T) {
+	r, rt, ev := codeReg(t)
+	mustRegister(t, r,
+		Tool{Name: "add", Execute: func(_ context.Context, exec Execution) ([]Block, error) {
+			var a struct{ A, B int }
+			if err := json.Unmarshal(exec.Arguments, &a); err != nil {
+				return nil, err
+			}
+			return []Block{TextBlock(fmt.Sprint(a.A + a.B))}, nil
+		}},
+		echoTool("shout"),
+	)
+	const program = "const sum = await tools.add({a: 1, b: 2}); ..."
+	rt.Handle(program, func(ctx context.Context, env *registrytest.Env) (any, error) {
+		sum, err := env.CallText("add", `{"b": 2, "a": 1}`)
+		if err != nil {
+			return nil, err
+		}
+		env.Log("sum is " + sum)
+		loud, err := env.CallText("shout", `{"text":"`+sum+`"}`)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{"result": loud}, nil
+	})
+	res := r.Execute(t.Context(), runCall("call-1", program))
+	if res.IsError {
+		t.Fatalf("run_code failed: %s", res.Text())
+	}
+	if want := "sum is 3\n" + `{"result":"shout {\"text\":\"3\"}"}`; res.Text() != want {
+		t.Errorf("text = %q, want %q", res.Text(), want)
+	}
+	if res.CallID != "call-1" || res.Name != RunCode {
+		t.Errorf("identity = %s/%s", res.CallID, res.Name)
+	}
+	if res.CodeRun == nil || res.CodeRun.ValueKind != backend.ValueJSON || len(res.CodeRun.Logs) != 1 || res.CodeRun.Stats.Calls != 2 {
+		t.Errorf("CodeRun = %+v", res.CodeRun)
+	}
+	if res.Card == nil || *res.Card != (Card{Type: CardGeneric, Content: res.Text()}) {
+		t.Errorf("result card = %+v", res.Card)
+	}
+	want := []Event{
+		{Type: EventCodeDispatch, ParentCallID: "call-1", CallID: "call-1:code:1", Seq: 1, Tool: "add", Arguments: json.RawMessage(`{"a":1,"b":2}`), Summary: "3"},
+		{Type: EventCodeDispatch, ParentCallID: "call-1", CallID: "call-1:code:2", Seq: 2, Tool: "shout", Arguments: json.RawMessage(`{"text":"3"}`), Summary: `shout {"text":"3"}`},
+	}
+	assertEvents(t, ev.all(), want)
+	req := rt.Requests()[0]
+	if req.Program != program || len(req.Bindings) != 1 || req.Bindings[0].Global != "tools" {
+		t.Errorf("request = %+v", req)
+	}
+}
+
+func assertEvents(t *testing.T, got, want []Event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events %+v, want %d", len(got), got, len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if string(g.Arguments) != string(w.Arguments) {
+			t.Errorf("event %d arguments = %s, want %s", i, g.Arguments, w.Arguments)
+		}
+		g.Arguments, w.Arguments = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("event %d = %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// TestRunCodeSubmissionOrder issues calls concurrently, each submitted only
+// after the previous one is queued, while the first is still executing: they
+// run one at a time, in submission order, numbered 1..n.
+func TestRunCodeSubmissionOrder(t *testing.T) {
+	r, rt, ev := codeReg(t)
+	submitted := make(chan string, 16)
+	r.testHookSubmitted = func(id string) { submitted <- id }
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	var running, maxRunning atomic.Int32
+	mustRegister(t, r, Tool{Name: "work", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			m := maxRunning.Load()
+			if n <= m || maxRunning.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		mu.Lock()
+		order = append(order, exec.CallID+"="+string(exec.Arguments))
+		mu.Unlock()
+		if exec.CallID == "run:code:1" {
+			<-release // everything else queues behind the first call
+		}
+		time.Sleep(time.Millisecond) // give an overlap the chance to show
+		return []Block{TextBlock(string(exec.Arguments))}, nil
+	}})
+	const n = 8
+	rt.Handle("Promise.all", func(ctx context.Context, env *registrytest.Env) (any, error) {
+		var ps []*registrytest.Pending
+		for i := range n {
+			ps = append(ps, env.Go("work", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))))
+			if id := <-submitted; id != fmt.Sprintf("run:code:%d", i+1) {
+				return nil, fmt.Errorf("submission %d got id %s", i, id)
+			}
+		}
+		close(release)
+		var out []string
+		for _, p := range ps {
+			v, err := p.Wait()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, registrytest.Text(v))
+		}
+		return out, nil
+	})
+	res := r.Execute(t.Context(), runCall("run", "Promise.all"))
+	if res.IsError {
+		t.Fatalf("run_code: %s", res.Text())
+	}
+	var want []string
+	var wantEvents []Event
+	for i := range n {
+		id := fmt.Sprintf("run:code:%d", i+1)
+		args := fmt.Sprintf(`{"i":%d}`, i)
+		want = append(want, id+"="+args)
+		wantEvents = append(wantEvents, Event{Type: EventCodeDispatch, ParentCallID: "run", CallID: id, Seq: i + 1, Tool: "work", Arguments: json.RawMessage(args), Summary: args})
+	}
+	if !slices.Equal(order, want) {
+		t.Errorf("execution order = %q, want %q", order, want)
+	}
+	if m := maxRunning.Load(); m != 1 {
+		t.Errorf("%d sub-calls ran at once, want 1", m)
+	}
+	assertEvents(t, ev.all(), wantEvents)
+}
+
+// TestRunCodeSerializesUnderContention fires many calls at once without any
+// coordination: whatever order they are submitted in, they execute one at a
+// time and in id order, every id once.
+func TestRunCodeSerializesUnderContention(t *testing.T) {
+	r, rt, ev := codeReg(t)
+	var mu sync.Mutex
+	var ids []string
+	var running atomic.Int32
+	overlap := false
+	mustRegister(t, r, Tool{Name: "work", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+		if running.Add(1) > 1 {
+			overlap = true
+		}
+		defer running.Add(-1)
+		mu.Lock()
+		ids = append(ids, exec.CallID)
+		mu.Unlock()
+		return []Block{TextBlock("ok")}, nil
+	}})
+	const n = 64
+	rt.Handle("burst", func(ctx context.Context, env *registrytest.Env) (any, error) {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				env.Call("work", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		return nil, nil
+	})
+	if res := r.Execute(t.Context(), runCall("p", "burst")); res.IsError {
+		t.Fatalf("run_code: %s", res.Text())
+	}
+	if overlap {
+		t.Errorf("sub-calls overlapped")
+	}
+	for i, id := range ids {
+		if want := fmt.Sprintf("p:code:%d", i+1); id != want {
+			t.Fatalf("execution %d had id %s, want %s (all: %q)", i, id, want, ids)
+		}
+	}
+	if len(ids) != n || len(ev.all()) != n {
+		t.Errorf("%d executions, %d events, want %d", len(ids), len(ev.all()), n)
+	}
+}
+
+// TestRunCodeConcurrentRuns: two runs on one registry number independently.
+func TestRunCodeConcurrentRuns(t *testing.T) {
+	r, rt, _ := codeReg(t)
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	mustRegister(t, r, Tool{Name: "t", Execute: func(_ context.Context, exec Execution) ([]Block, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[exec.Parent] = append(seen[exec.Parent], exec.CallID)
+		return nil, nil
+	}})
+	prog := "call t\ncall t\ncall t"
+	var wg sync.WaitGroup
+	for _, id := range []string{"a", "b", "c"} {
+		wg.Go(func() {
+			if res := r.Execute(t.Context(), runCall(id, prog)); res.IsError {
+				t.Errorf("%s: %s", id, res.Text())
+			}
+		})
+	}
+	wg.Wait()
+	_ = rt
+	for _, id := range []string{"a", "b", "c"} {
+		want := []string{id + ":code:1", id + ":code:2", id + ":code:3"}
+		if !slices.Equal(seen[id], want) {
+			t.Errorf("run %s ids = %q, want %q", id, seen[id], want)
+		}
+	}
+}
+
+// TestRunCodeOuterCancellation cancels the outer context while the first
+// sub-call runs and two more are queued: the running call sees the
+// cancellation, the queued ones never start and reject, the run reports an
+// abort, and only the call that ran is logged.
+func TestRunCodeOuterCancellation(t *testing.T) {
+	r, rt, ev := codeReg(t)
+	submitted := make(chan string, 8)
+	r.testHookSubmitted = func(id string) { submitted <- id }
+	started := make(chan struct{})
+	var executed atomic.Int32
+	mustRegister(t, r, Tool{Name: "slow", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+		if executed.Add(1) == 1 {
+			close(started)
+		}
+		<-ctx.Done()
+		return nil, context.Cause(ctx)
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	var rejections []error
+	rt.Handle("fan-out", func(pctx context.Context, env *registrytest.Env) (any, error) {
+		ps := []*registrytest.Pending{env.Go("slow", nil)}
+		<-submitted
+		<-started
+		ps = append(ps, env.Go("slow", nil))
+		<-submitted
+		ps = append(ps, env.Go("slow", nil))
+		<-submitted
+		cancel()
+		for _, p := range ps {
+			_, err := p.Wait()
+			rejections = append(rejections, err)
+		}
+		return nil, pctx.Err()
+	})
+	res := r.Execute(ctx, runCall("outer", "fan-out"))
+	var failed *CodeRunFailedError
+	if !res.IsError || !errors.As(res.Err, &failed) || failed.Kind != backend.FailureAbort {
+		t.Fatalf("res = %q (%v), want an abort CodeRunFailedError", res.Text(), res.Err)
+	}
+	if n := executed.Load(); n != 1 {
+		t.Errorf("%d sub-calls executed, want 1", n)
+	}
+	for i, err := range rejections {
+		if err == nil {
+			t.Errorf("call %d resolved after cancellation", i+1)
+		}
+	}
+	got := ev.all()
+	if len(got) != 1 || got[0].CallID != "outer:code:1" || !got[0].IsError || !strings.Contains(got[0].Summary, "canceled") {
+		t.Errorf("events = %+v, want one error event for the running call", got)
+	}
+}
+
+// TestRunCodeSettlementAbandonsQueue uses a runtime that returns from Run
+// while calls are still pending (a broken runtime that does not wait for
+// its binding goroutines): settlement cancels the running call, abandons the
+// queued ones, and Execute returns only after the running call finished.
+func TestRunCodeSettlementAbandonsQueue(t *testing.T) {
+	started := make(chan struct{})
+	var finished atomic.Bool
+	var callers sync.WaitGroup
+	errs := make([]error, 3)
+	submitted := make(chan string, 8)
+	rt := funcRuntime{lang: backend.TypeScript, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+		fn := req.Bindings[0].Functions["slow"]
+		for i := range 3 {
+			callers.Go(func() { _, errs[i] = fn(context.Background(), nil) })
+			<-submitted
+			if i == 0 {
+				<-started
+			}
+		}
+		return backend.RunResult{}, nil // settles with three calls pending
+	}}
+	ev := &events{}
+	r := newReg(t, WithMode(ModeCode), WithRuntime(rt), WithEventSink(ev.sink))
+	r.testHookSubmitted = func(id string) { submitted <- id }
+	var executed atomic.Int32
+	mustRegister(t, r, Tool{Name: "slow", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+		executed.Add(1)
+		close(started)
+		<-ctx.Done()
+		time.Sleep(20 * time.Millisecond) // cleanup work that drain must wait for
+		finished.Store(true)
+		return nil, ctx.Err()
+	}})
+	res := r.Execute(t.Context(), runCall("p", "x"))
+	if !finished.Load() {
+		t.Errorf("Execute returned before the in-flight sub-call finished")
+	}
+	callers.Wait()
+	if res.IsError {
+		t.Errorf("run_code: %s", res.Text())
+	}
+	if n := executed.Load(); n != 1 {
+		t.Errorf("%d sub-calls executed, want 1", n)
+	}
+	if errs[0] == nil {
+		t.Errorf("the in-flight call resolved; want the cancellation")
+	}
+	for _, err := range errs[1:] {
+		if !errors.Is(err, ErrCallAbandoned) || !strings.Contains(err.Error(), "settled") {
+			t.Errorf("queued call error = %v, want abandoned at settlement", err)
+		}
+	}
+	if got := ev.all(); len(got) != 1 {
+		t.Errorf("events = %+v, want only the call that ran", got)
+	}
+}
+
+// TestRunCodeNothingStartsAfterSettlement calls a binding after run_code
+// returned: it rejects at once, nothing executes, nothing is logged.
+func TestRunCodeNothingStartsAfterSettlement(t *testing.T) {
+	r, rt, ev := codeReg(t)
+	var executed atomic.Int32
+	mustRegister(t, r, Tool{Name: "t", Execute: func(context.Context, Execution) ([]Block, error) {
+		executed.Add(1)
+		return nil, nil
+	}})
+	if res := r.Execute(t.Context(), runCall("p", "call t")); res.IsError {
+		t.Fatal(res.Text())
+	}
+	late := rt.Requests()[0].Bindings[0].Functions["t"]
+	if _, err := late(context.Background(), json.RawMessage(`{}`)); err == nil || !strings.Contains(err.Error(), "settled") {
+		t.Errorf("late call error = %v, want settled", err)
+	}
+	if executed.Load() != 1 || len(ev.all()) != 1 {
+		t.Errorf("executed %d, events %d; want 1 and 1", executed.Load(), len(ev.all()))
+	}
+}
+
+// TestRunCodeBindingContextCancelled: the runtime gives up on one queued
+// call (its binding context ends): that call is abandoned, later ones run.
+func TestRunCodeBindingContextCancelled(t *testing.T) {
+	submitted := make(chan string, 8)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	rt := funcRuntime{lang: backend.Python, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+		fn := req.Bindings[0].Functions["t"]
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		cctx, cancel := context.WithCancel(ctx)
+		ctxs := []context.Context{ctx, cctx, ctx}
+		secondDone := make(chan struct{})
+		for i := range 3 {
+			wg.Go(func() {
+				_, errs[i] = fn(ctxs[i], nil)
+				if i == 1 {
+					close(secondDone)
+				}
+			})
+			<-submitted
+			if i == 0 {
+				<-started
+			}
+		}
+		cancel() // the second call, still queued, is given up on
+		<-secondDone
+		close(release)
+		wg.Wait()
+		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], context.Canceled) {
+			return backend.RunResult{}, fmt.Errorf("errs = %v", errs)
+		}
+		return backend.RunResult{}, nil
+	}}
+	r := newReg(t, WithMode(ModeBoth), WithRuntime(rt))
+	r.testHookSubmitted = func(id string) { submitted <- id }
+	var ran []string // only the dispatch goroutine appends
+	mustRegister(t, r, Tool{Name: "t", Execute: func(_ context.Context, exec Execution) ([]Block, error) {
+		if exec.CallID == "p:code:1" {
+			close(started)
+			<-release
+		}
+		ran = append(ran, exec.CallID)
+		return nil, nil
+	}})
+	res := r.Execute(t.Context(), runCall("p", "x"))
+	if res.IsError {
+		t.Fatal(res.Text())
+	}
+	if want := []string{"p:code:1", "p:code:3"}; !slices.Equal(ran, want) {
+		t.Errorf("ran %q, want %q", ran, want)
+	}
+}
