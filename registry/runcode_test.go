@@ -116,8 +116,10 @@ func TestRunCodeSubCallOutcomes(t *testing.T) {
 			wantEvent: &Event{Tool: "t", Arguments: json.RawMessage(`{"a":[1.50,12345678901234567890],"z":"<&>"}`)},
 		},
 		{
-			name:      "long result summarized",
-			tools:     []Tool{{Name: "t", Execute: func(context.Context, Execution) ([]Block, error) { return []Block{TextBlock(strings.Repeat("é", 150))}, nil }}},
+			name: "long result summarized",
+			tools: []Tool{{Name: "t", Execute: func(context.Context, Execution) ([]Block, error) {
+				return []Block{TextBlock(strings.Repeat("é", 150))}, nil
+			}}},
 			program:   "try t",
 			wantLog:   strings.Repeat("é", 150),
 			wantEvent: &Event{Tool: "t", Summary: strings.Repeat("é", 100) + "…"},
