@@ -71,7 +71,7 @@ func WithRuntime(rt backend.Runtime) Option {
 // WithEventSink receives one tool/code-dispatch Event per sub-call made by a
 // run_code program. It is called synchronously from the run's dispatch
 // goroutine, in sub-call order, always before the run_code Execute returns;
-// it must not block for long. Without a sink, runs work the same and the
+// it must not block for long or panic. Without a sink, runs work the same and the
 // events are dropped.
 func WithEventSink(sink func(Event)) Option {
 	return func(c *config) { c.sink = sink }
