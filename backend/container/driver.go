@@ -34,7 +34,9 @@ const (
 // configuration — never from the request — with the hardening preset
 // applied; a Driver translates it faithfully and adds nothing.
 type Spec struct {
-	Name       string
+	Name string
+	// Hostname is fixed so it reveals nothing about the run.
+	Hostname   string
 	Image      string
 	Cmd        []string
 	Env        []string // exactly these, never the host's

@@ -3,6 +3,7 @@ package container
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -17,6 +18,8 @@ func ProgramFile(lang backend.Language) string {
 	}
 	return "program.ts"
 }
+
+var staticImport = regexp.MustCompile(`(?m)^\s*import\s+[\w*{]`)
 
 // prepared is a program ready for the run frame.
 type prepared struct {
@@ -62,7 +65,11 @@ func prepare(lang backend.Language, src string) (prepared, *backend.Failure) {
 			}
 			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", ProgramFile(lang), line, col, e.Text))
 		}
-		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: "SyntaxError: " + strings.Join(msgs, "; ")}
+		msg := "SyntaxError: " + strings.Join(msgs, "; ")
+		if staticImport.MatchString(src) {
+			msg += ` (a program is the body of an async function: static "import" is not available; use "const fs = await import('node:fs')")`
+		}
+		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: msg}
 	}
 	sm, err := shiftSourceMap(res.Map, -1)
 	if err != nil {

@@ -120,10 +120,11 @@ func (r *Runtime) spec(runID, sockDir string) Spec {
 		// V8's heap limit is set to the cgroup limit so that a memory bomb
 		// meets the kernel's OOM killer (reported as oom), not V8's own
 		// abort (which would look like any other exit).
-		cmd = []string{"node", "--max-old-space-size=" + strconv.FormatInt(l.MemoryBytes>>20, 10), "/opt/dsh/bootstrap.js", BridgeSocket}
+		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(l.MemoryBytes>>20, 10), "/opt/dsh/bootstrap.js", BridgeSocket}
 	}
 	return Spec{
 		Name:       "dsh-" + runID,
+		Hostname:   "sandbox",
 		Image:      r.opts.image,
 		Cmd:        cmd,
 		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -328,10 +329,9 @@ func printHuman(f *factory, r *backend.RunResult) {
 		if json.Unmarshal(r.Value, &s) == nil {
 			fmt.Fprintln(f.stdout, s)
 		} else {
-			var v any
-			if json.Unmarshal(r.Value, &v) == nil {
-				b, _ := json.MarshalIndent(v, "", "  ")
-				fmt.Fprintln(f.stdout, string(b))
+			var b bytes.Buffer
+			if json.Indent(&b, r.Value, "", "  ") == nil {
+				fmt.Fprintln(f.stdout, b.String())
 			} else {
 				fmt.Fprintln(f.stdout, string(r.Value))
 			}

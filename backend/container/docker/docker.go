@@ -94,6 +94,7 @@ func (a dockerAPI) ContainerCreate(ctx context.Context, config *dcontainer.Confi
 func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 	cfg := &dcontainer.Config{
 		Image:           s.Image,
+		Hostname:        s.Hostname,
 		Cmd:             s.Cmd,
 		Env:             s.Env,
 		User:            s.User,
