@@ -100,6 +100,10 @@ type BindingNamespace struct {
 // the returned JSON becomes the program-side resolution, a returned error a
 // program-side rejection carrying err.Error(). ctx is cancelled when the run
 // settles.
+//
+// A runtime invokes one run's bindings one at a time, in the order the
+// program issued the calls — even when the program awaits several at once
+// (Promise.all, asyncio.gather) — and starts none after the run settles.
 type BindingFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
 
 // ValueKind says how RunResult.Value was produced.

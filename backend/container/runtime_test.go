@@ -553,3 +553,46 @@ func TestSpecIsHardened(t *testing.T) {
 		}
 	}
 }
+
+// Calls the program issues at once are invoked one at a time, in order.
+func TestBindingsRunInIssueOrder(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for i := 1; i <= 20; i++ {
+			r.send(`{"type":"call","id":` + itoa(i) + `,"global":"tools","name":"rec","args":` + itoa(i) + `}`)
+		}
+		for i := 1; i <= 20; i++ {
+			if _, err := r.readResult(); err != nil {
+				return ExitStatus{Code: 90}
+			}
+		}
+		r.send(done(""))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	var order []string
+	var inFlight atomic.Int32
+	rec := func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+		if inFlight.Add(1) != 1 {
+			t.Error("two bindings ran at once")
+		}
+		time.Sleep(time.Millisecond)
+		order = append(order, string(args))
+		inFlight.Add(-1)
+		return args, nil
+	}
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{"rec": rec}}}})
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	for i, got := range order {
+		if got != itoa(i+1) {
+			t.Fatalf("order %v", order)
+		}
+	}
+	if len(order) != 20 {
+		t.Fatalf("%d calls", len(order))
+	}
+	d.checkNoLeaks(t, dir)
+}

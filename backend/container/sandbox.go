@@ -90,6 +90,14 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	select {
 	case f := <-sb.peer.frames:
 		if f.err != nil {
+			if !portproto.IsProtocolError(f.err) {
+				// Usually the runner is exiting: report its status.
+				select {
+				case st := <-sb.exit:
+					return nil, fmt.Errorf("%w: runner exited with status %d before hello%s", errdefs.ErrUnavailable, st.Code, sb.out.tail())
+				case <-time.After(2 * time.Second):
+				}
+			}
 			return nil, fmt.Errorf("%w: runner handshake: %w", errdefs.ErrUnavailable, f.err)
 		}
 		h, ok := f.msg.(*portproto.Hello)
@@ -186,7 +194,13 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		tick = t.C
 	}
 	seen := map[int64]bool{}
+	// One dispatcher invokes the run's bindings one at a time, in the
+	// order the program issued the calls; the queue bounds what waits.
+	queue := make(chan queuedCall, l.PendingCalls)
 	pending := make(chan struct{}, l.PendingCalls)
+	defer close(queue)
+	sb.calls.Add(1)
+	go sb.dispatch(queue, pending)
 	var lastCPU time.Duration
 
 	finish := func(f *backend.Failure) backend.RunResult {
@@ -226,6 +240,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 				}
 				select {
 				case pending <- struct{}{}:
+					queue <- queuedCall{m, fn} // never blocks: pending bounds it
 				default:
 					msg := fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
 					if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: msg}); err != nil {
@@ -233,26 +248,6 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 					}
 					continue
 				}
-				sb.calls.Add(1)
-				go func(m *portproto.Call) {
-					defer sb.calls.Done()
-					defer func() { <-pending }()
-					value, err := invoke(sb.callCtx, fn, m.Args)
-					sb.settledMu.Lock()
-					defer sb.settledMu.Unlock()
-					if sb.settled {
-						return
-					}
-					reply := portproto.Result{Type: portproto.TypeResult, ID: m.ID, OK: err == nil, Value: value}
-					if err != nil {
-						reply.Message = err.Error()
-						if reply.Message == "" {
-							reply.Message = "binding failed"
-						}
-					}
-					// A send failure surfaces as a read error in the loop.
-					_ = sb.peer.send(reply)
-				}(m)
 			case *portproto.Log:
 				sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
 			case *portproto.Done:
@@ -285,6 +280,38 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		case <-ctx.Done():
 			return finish(abortFailure(ctx))
 		}
+	}
+}
+
+type queuedCall struct {
+	call *portproto.Call
+	fn   backend.BindingFunc
+}
+
+// dispatch serves queued calls in order until the queue is closed. Calls
+// still queued at settlement are abandoned: their bindings never start.
+func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}) {
+	defer sb.calls.Done()
+	for q := range queue {
+		if sb.callCtx.Err() != nil {
+			<-pending
+			continue
+		}
+		value, err := invoke(sb.callCtx, q.fn, q.call.Args)
+		reply := portproto.Result{Type: portproto.TypeResult, ID: q.call.ID, OK: err == nil, Value: value}
+		if err != nil {
+			reply.Message = err.Error()
+			if reply.Message == "" {
+				reply.Message = "binding failed"
+			}
+		}
+		sb.settledMu.Lock()
+		if !sb.settled {
+			// A send failure surfaces as a read error in the run loop.
+			_ = sb.peer.send(reply)
+		}
+		sb.settledMu.Unlock()
+		<-pending
 	}
 }
 
