@@ -1,11 +1,11 @@
 package container
 
 import (
-	"errors"
-	"fmt"
+		"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -68,10 +68,10 @@ func DefaultLimits() Limits {
 
 // Validate reports the first limit out of range.
 func (l Limits) Validate() error {
-	var errs []error
+	var errs []string
 	check := func(ok bool, format string, args ...any) {
 		if !ok {
-			errs = append(errs, fmt.Errorf(format, args...))
+			errs = append(errs, fmt.Sprintf(format, args...))
 		}
 	}
 	check(l.ComputeTime >= 10*time.Millisecond, "compute time %v: must be at least 10ms", l.ComputeTime)
@@ -89,7 +89,7 @@ func (l Limits) Validate() error {
 	check(l.FrameBytes >= l.ProgramBytes+64<<10, "frame bytes %d: must exceed program bytes by 64 KiB", l.FrameBytes)
 	check(l.PendingCalls >= 1, "pending calls %d: must be positive", l.PendingCalls)
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: invalid limits: %w", backend.ErrInvalidRequest, errors.Join(errs...))
+		return fmt.Errorf("%w: invalid limits: %s", backend.ErrInvalidRequest, strings.Join(errs, "; "))
 	}
 	return nil
 }

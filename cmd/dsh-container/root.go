@@ -13,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container/docker"
+	"github.com/dsh-container/dsh-container/images"
 )
 
 // Exit statuses.
@@ -34,6 +36,16 @@ type factory struct {
 	verbose        bool
 	// connect opens the Docker driver; tests may replace it.
 	connect func(ctx context.Context) (*docker.Driver, error)
+	// imageFor names the runner image of a language; tests may replace it.
+	imageFor func(lang backend.Language) (string, error)
+}
+
+func defaultImageFor(lang backend.Language) (string, error) {
+	im, err := images.RunnerFor(lang)
+	if err != nil {
+		return "", err
+	}
+	return im.DefaultTag(), nil
 }
 
 func (f *factory) logger() *slog.Logger {
@@ -82,16 +94,20 @@ host's tools through a generated SDK over a websocket bridge.`,
 
 // Main runs the CLI and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := &factory{stdin: stdin, stdout: stdout, stderr: stderr, connect: docker.New}
+	f := &factory{stdin: stdin, stdout: stdout, stderr: stderr, connect: docker.New, imageFor: defaultImageFor}
+	return f.main(args)
+}
+
+func (f *factory) main(args []string) int {
 	root := newRootCmd(f)
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(f.stdin)
+	root.SetOut(f.stdout)
+	root.SetErr(f.stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
-	return exitCode(err, stderr)
+	return exitCode(err, f.stderr)
 }
 
 // exitCode is the one place errors become exit statuses and messages.

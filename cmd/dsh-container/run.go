@@ -185,11 +185,10 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	} else if n := len(rep.Containers) + len(rep.SocketDirs); n > 0 {
 		log.Info("reaped leftovers of dead runs", "containers", len(rep.Containers), "socket_dirs", len(rep.SocketDirs))
 	}
-	im, err := images.RunnerFor(lang)
+	tag, err := f.imageFor(lang)
 	if err != nil {
 		return err
 	}
-	tag := im.DefaultTag()
 	if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
 		return err
 	} else if !ok {
