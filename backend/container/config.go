@@ -1,7 +1,7 @@
 package container
 
 import (
-		"fmt"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
