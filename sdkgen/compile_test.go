@@ -1,0 +1,321 @@
+package sdkgen
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// compileImageEnv names the image TestGoldenCompile runs the compilers in.
+// It needs `tsc` and `python3` on its PATH, e.g. (Debian trixie's
+// node-typescript is TypeScript 4.9, its python3 is 3.13, as in the
+// runner images):
+//
+//	printf 'FROM dsh-probe-base:trixie\nRUN apt-get update && apt-get install -y --no-install-recommends node-typescript && rm -rf /var/lib/apt/lists/*\n' \
+//	  | docker build -t dsh-sdkgen-check:dev -
+//	DSH_SDKGEN_COMPILE_IMAGE=dsh-sdkgen-check:dev go test ./sdkgen -run TestGoldenCompile
+const compileImageEnv = "DSH_SDKGEN_COMPILE_IMAGE"
+
+// TestGoldenCompile checks every golden case with the real compilers, in a
+// container without network:
+//   - each TypeScript source passes `tsc --noEmit --strict` (and, all made
+//     modules, --exactOptionalPropertyTypes --noUncheckedIndexedAccess);
+//   - correct calls type-check against the SDK and deliberately wrong calls
+//     (unknown property, wrong type, missing property, bad enum value,
+//     unknown tool, run_code, wrong result type) do not;
+//   - every tool of the adversarial-names case is reachable under its
+//     exact name, and the adversarial-keys record accepts its exact keys;
+//   - each Python source compiles and executes under python3, the methods
+//     of class Tools are exactly the expected ones, each carries its
+//     description as docstring, and each TypedDict argument has exactly the
+//     schema's required and optional keys.
+func TestGoldenCompile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: runs the compilers in containers")
+	}
+	image := os.Getenv(compileImageEnv)
+	if image == "" {
+		t.Skipf("%s is unset: set it to a Docker image with tsc and python3 to type-check the golden outputs (see compile_test.go)", compileImageEnv)
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Fatalf("%s is set but docker is not available: %v", compileImageEnv, err)
+	}
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := goldenCases(t)
+	fixtures := map[string][]Tool{}
+	for _, c := range cases {
+		tools := loadFixture(t, filepath.Join(goldenDir, c, "tools.json"))
+		fixtures[c] = tools
+		writeFile(t, filepath.Join(dir, "ts", c+".ts"), TypeScriptSource(tools))
+		writeFile(t, filepath.Join(dir, "ts-modules", c+".ts"), TypeScriptSource(tools)+"export {};\n")
+		writeFile(t, filepath.Join(dir, "py", "case_"+c+".py"), PythonSource(tools))
+		writeFile(t, filepath.Join(dir, "py", "case_"+c+".json"), string(mustJSON(t, pyExpectations(tools))))
+	}
+	writeFile(t, filepath.Join(dir, "py", "check.py"), pyCheckScript)
+	writeCallChecks(t, filepath.Join(dir, "calls"), fixtures)
+
+	t.Run("typescript", func(t *testing.T) {
+		// Each file on its own, exactly as rendered (each declares the
+		// global tools), as many at a time as there are CPUs.
+		out, err := dockerRun(t, dir, image, `cd /w/ts && ls *.ts | xargs -P "$(nproc)" -n 1 tsc --noEmit --strict`)
+		if err != nil {
+			t.Errorf("tsc --noEmit --strict rejected a golden source: %v\n%s", err, out)
+		}
+		// All at once, each made a module, under stricter options.
+		out, err = dockerRun(t, dir, image, `cd /w/ts-modules && tsc --noEmit --strict --exactOptionalPropertyTypes --noUncheckedIndexedAccess *.ts`)
+		if err != nil {
+			t.Errorf("tsc --exactOptionalPropertyTypes rejected a golden source: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("calls", func(t *testing.T) {
+		// One tsc run per group: sdk.ts, the ok*.ts files and the
+		// wrong*.ts files (all modules) are checked together and each
+		// diagnostic names its file.
+		groups, err := os.ReadDir(filepath.Join(dir, "calls"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range groups {
+			out, _ := dockerRun(t, dir, image, "cd /w/calls/"+g.Name()+
+				" && tsc --noEmit --strict --target es2020 --lib es2020,dom sdk.ts ok*.ts wrong*.ts; echo \"=== rc $?\"")
+			if !strings.Contains(out, "=== rc ") {
+				t.Fatalf("%s: tsc did not run:\n%s", g.Name(), out)
+			}
+			files, err := os.ReadDir(filepath.Join(dir, "calls", g.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range files {
+				var diags []string
+				for _, l := range strings.Split(out, "\n") {
+					if strings.HasPrefix(l, f.Name()+"(") && strings.Contains(l, "error TS") {
+						diags = append(diags, l)
+					}
+				}
+				switch wrong := strings.HasPrefix(f.Name(), "wrong"); {
+				case !wrong && len(diags) > 0:
+					t.Errorf("%s/%s must type-check:\n%s", g.Name(), f.Name(), strings.Join(diags, "\n"))
+				case wrong && len(diags) == 0:
+					t.Errorf("%s/%s type-checks but must not:\n%s", g.Name(), f.Name(), out)
+				case wrong:
+					t.Logf("%s/%s rejected: %s", g.Name(), f.Name(), diags[0])
+				}
+			}
+		}
+	})
+
+	t.Run("python", func(t *testing.T) {
+		out, err := dockerRun(t, dir, image, "python3 -I -X dev -W error /w/py/check.py /w/py")
+		if err != nil {
+			t.Errorf("python check failed: %v\n%s", err, out)
+		} else {
+			t.Logf("%s", out)
+		}
+	})
+}
+
+// dockerRun runs a shell script in a throwaway container with dir mounted
+// read-only at /w and no network.
+func dockerRun(t *testing.T, dir, image, script string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none",
+		"-v", dir+":/w:ro", image, "sh", "-c", script)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	return b.String(), err
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// writeCallChecks writes one folder per check group: sdk.ts (a golden
+// source) plus ok*.ts files that must type-check against it and wrong*.ts
+// files that must not.
+func writeCallChecks(t *testing.T, dir string, fixtures map[string][]Tool) {
+	t.Helper()
+	basic := filepath.Join(dir, "basic")
+	writeFile(t, filepath.Join(basic, "sdk.ts"), TypeScriptSource(fixtures["basic"]))
+	writeFile(t, filepath.Join(basic, "ok.ts"), `export async function program(): Promise<unknown> {
+  const text: string = await tools["read_file"]({ path: "a.txt" });
+  await tools["read_file"]({ path: "a.txt", offset: 1, limit: 10 });
+  await tools["write_file"]({ path: "b.txt", content: text.toUpperCase(), mode: "append" });
+  const [x, y] = await Promise.all([
+    tools["search"]({ pattern: "x", paths: ["a", "b"], options: { ignoreCase: true, maxResults: null } }),
+    tools["search"]({ pattern: "y", options: { maxResults: 3 } }),
+  ]);
+  try {
+    await tools["read_file"]({ path: "missing" });
+  } catch (err) {
+    console.log((err as Error & { toolName: string }).toolName);
+  }
+  return x.length + y.length;
+}
+`)
+	wrong := map[string]string{
+		"wrong_prop.ts":     `tools["read_file"]({ path: "a.txt", wrongProp: 1 });`,
+		"wrong_type.ts":     `tools["read_file"]({ path: 1 });`,
+		"wrong_missing.ts":  `tools["write_file"]({ path: "b.txt" });`,
+		"wrong_enum.ts":     `tools["write_file"]({ path: "b.txt", content: "", mode: "truncate" });`,
+		"wrong_nested.ts":   `tools["search"]({ pattern: "x", options: { ignoreCase: "yes" } });`,
+		"wrong_closed.ts":   `tools["write_file"]({ path: "b.txt", content: "", extra: true });`,
+		"wrong_name.ts":     `tools["no_such_tool"]({});`,
+		"wrong_reserved.ts": `tools["run_code"]({ code: "return 1" });`,
+		"wrong_result.ts":   `const n: Promise<number> = tools["search"]({ pattern: "x" });`,
+		"wrong_args.ts":     `tools["read_file"]();`,
+	}
+	for f, body := range wrong {
+		writeFile(t, filepath.Join(basic, f), "export {};\n"+body+"\n")
+	}
+
+	// Every adversarial name is reachable as written.
+	names := filepath.Join(dir, "names")
+	writeFile(t, filepath.Join(names, "sdk.ts"), TypeScriptSource(fixtures["names"]))
+	var calls strings.Builder
+	calls.WriteString("export {};\n")
+	for i, tool := range visible(fixtures["names"]) {
+		fmt.Fprintf(&calls, "const c%d: Promise<string> = tools[%s]({});\n", i, quoteTS(tool.Name))
+	}
+	writeFile(t, filepath.Join(names, "ok.ts"), calls.String())
+	writeFile(t, filepath.Join(names, "wrong_alias.ts"), "export {};\ntools[\"my_tool\"]({});\n")
+
+	// The adversarial keys are accepted exactly as written, and a near miss
+	// is not.
+	keys := filepath.Join(dir, "keys")
+	writeFile(t, filepath.Join(keys, "sdk.ts"), TypeScriptSource(fixtures["keys"]))
+	var tool Tool
+	for _, tl := range fixtures["keys"] {
+		if tl.Name == "adversarial_keys" {
+			tool = tl
+		}
+	}
+	var obj strings.Builder
+	for _, f := range buildShape(parseJSON(tool.InputSchema), 0).fields {
+		fmt.Fprintf(&obj, "  [%s]: \"v\",\n", quoteTS(f.key))
+	}
+	writeFile(t, filepath.Join(keys, "ok.ts"), "export {};\ntools[\"adversarial_keys\"]({\n"+obj.String()+"});\n")
+	writeFile(t, filepath.Join(keys, "wrong_key.ts"), "export {};\ntools[\"adversarial_keys\"]({\n"+
+		strings.Replace(obj.String(), `["a.b"]`, `["a_b"]`, 1)+"});\n")
+}
+
+// pyExpectation is what check.py verifies for one method of class Tools.
+type pyExpectation struct {
+	Doc      *string  `json:"doc"`      // the docstring as written (compared after inspect.cleandoc)
+	Required []string `json:"required"` // nil: the argument is not a TypedDict
+	Optional []string `json:"optional"`
+}
+
+// pyExpectations lists, per method of class Tools, its docstring and, when
+// its argument is a record, the keys that record must have.
+func pyExpectations(tools []Tool) map[string]map[string]pyExpectation {
+	methods := map[string]pyExpectation{}
+	for _, t := range visible(tools) {
+		if !pyMethodName(t.Name) {
+			continue
+		}
+		var e pyExpectation
+		if lines := docLines(t.Description); len(lines) > 0 {
+			doc := lines[0]
+			if len(lines) > 1 {
+				doc += "\n" + strings.Join(lines[1:], "\n") + "\n"
+			}
+			e.Doc = &doc
+		}
+		if s := buildShape(parseJSON(t.InputSchema), 0); s.kind == kObject && len(s.fields) > 0 {
+			e.Required, e.Optional = []string{}, []string{}
+			for _, f := range s.fields {
+				if f.required {
+					e.Required = append(e.Required, f.key)
+				} else {
+					e.Optional = append(e.Optional, f.key)
+				}
+			}
+		}
+		methods[t.Name] = e
+	}
+	return map[string]map[string]pyExpectation{"methods": methods}
+}
+
+const pyCheckScript = `import inspect, json, os, sys, typing
+
+def main(d):
+    failures = 0
+    for name in sorted(os.listdir(d)):
+        if not name.startswith("case_") or not name.endswith(".py"):
+            continue
+        path = os.path.join(d, name)
+        with open(path, encoding="utf-8") as f:
+            src = f.read()
+        with open(path[:-3] + ".json", encoding="utf-8") as f:
+            want = json.load(f)["methods"]
+        problems = []
+        try:
+            ns = {"__name__": "sdk_" + name[:-3]}
+            exec(compile(src, path, "exec"), ns)
+        except BaseException as e:
+            print("FAIL %s: %s: %s" % (name, type(e).__name__, e))
+            failures += 1
+            continue
+        tools_cls = ns["Tools"]
+        got = {k: v for k, v in vars(tools_cls).items() if inspect.iscoroutinefunction(v)}
+        if sorted(got) != sorted(want):
+            problems.append("methods %r, want %r" % (sorted(got), sorted(want)))
+        for m, w in want.items():
+            f = got.get(m)
+            if f is None:
+                continue
+            doc = f.__doc__
+            if (doc is None) != (w["doc"] is None) or doc is not None and inspect.cleandoc(doc) != inspect.cleandoc(w["doc"]):
+                problems.append("%s: docstring %r, want %r" % (m, doc, w["doc"]))
+            args = f.__annotations__["args"]
+            if w["required"] is not None:
+                if not typing.is_typeddict(args):
+                    problems.append("%s: args %r is not a TypedDict" % (m, args))
+                elif set(args.__required_keys__) != set(w["required"]) or set(args.__optional_keys__) != set(w["optional"]):
+                    problems.append("%s: keys %r / %r, want %r / %r" % (m, sorted(args.__required_keys__), sorted(args.__optional_keys__), w["required"], w["optional"]))
+            if f.__annotations__.get("return") is not str:
+                problems.append("%s: return annotation %r" % (m, f.__annotations__.get("return")))
+        err = ns["ToolCallError"]
+        if not issubclass(err, Exception) or err.__annotations__.get("tool_name") is not str:
+            problems.append("ToolCallError stub")
+        if ns["__annotations__"].get("tools") is not tools_cls:
+            problems.append("tools: Tools annotation")
+        for p in problems:
+            print("FAIL %s: %s" % (name, p))
+        failures += len(problems)
+        if not problems:
+            print("ok %s (%d methods)" % (name, len(got)))
+    print(sys.version.split()[0])
+    return failures
+
+sys.exit(1 if main(sys.argv[1]) else 0)
+`
