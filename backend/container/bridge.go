@@ -29,6 +29,11 @@ type bridge struct {
 	accepted atomic.Bool
 	connCh   chan *peer // receives the one accepted connection
 	served   chan struct{}
+
+	// mu orders a late handler against close: a connection upgraded after
+	// close began is closed, never handed over.
+	mu     sync.Mutex
+	closed bool
 }
 
 const (
@@ -111,7 +116,13 @@ func (b *bridge) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.SetReadLimit(int64(b.maxFrame))
-	b.connCh <- newPeer(c, b.maxFrame)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		c.Close()
+		return
+	}
+	b.connCh <- newPeer(c, b.maxFrame) // buffered; only one is accepted
 }
 
 // close stops serving, closes the socket and removes the directory.
@@ -125,6 +136,9 @@ func (b *bridge) close(ctx context.Context) error {
 	}
 	<-b.served
 	// A connection that was accepted but never consumed is closed here.
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
 	select {
 	case p := <-b.connCh:
 		p.close()

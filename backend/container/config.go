@@ -105,7 +105,30 @@ type options struct {
 	logger     *slog.Logger
 	socketDir  string
 	owner      string
-	poolSize   int
+
+	poolSize    int
+	poolTTL     time.Duration
+	poolFill    int
+	maxRuns     int
+	queueLength int
+}
+
+// WithPool keeps size pre-started sandboxes ready (0, the default,
+// disables the pool). Each serves exactly one program; an empty pool falls
+// back to a cold start.
+func WithPool(size int) Option { return func(o *options) { o.poolSize = size } }
+
+// WithPoolTTL replaces idle pooled sandboxes older than ttl (default 5m).
+func WithPoolTTL(ttl time.Duration) Option { return func(o *options) { o.poolTTL = ttl } }
+
+// WithPoolFill bounds how many sandboxes the pool starts at once (default 2).
+func WithPoolFill(n int) Option { return func(o *options) { o.poolFill = n } }
+
+// WithAdmission caps concurrent runs at maxRuns, with at most queue runs
+// waiting for a slot; beyond that Run fails fast with ErrOverloaded.
+// maxRuns 0 (the default) admits everything.
+func WithAdmission(maxRuns, queue int) Option {
+	return func(o *options) { o.maxRuns, o.queueLength = maxRuns, queue }
 }
 
 // WithLanguage selects the language (default typescript).

@@ -237,14 +237,21 @@ func echoBindings() []backend.BindingNamespace {
 	}}}
 }
 
-func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string) {
+// shortDir makes a socket directory with a short path (Unix socket paths
+// are limited to 108 bytes; t.TempDir's are too long).
+func shortDir(t *testing.T) (string, error) {
 	t.Helper()
-	// Unix socket paths are short (108 bytes): t.TempDir's are too long.
 	dir, err := os.MkdirTemp("", "dshc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir, nil
+}
+
+func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string) {
+	t.Helper()
+	dir, _ := shortDir(t)
 	l := DefaultLimits()
 	l.WallTime = 5 * time.Second
 	l.StartupTime = 5 * time.Second

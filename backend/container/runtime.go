@@ -29,7 +29,16 @@ type Runtime struct {
 	// stopRuns is cancelled by Close to abort in-flight runs.
 	stopCtx  context.Context
 	stopRuns context.CancelFunc
+
+	pool *pool // nil when disabled
+	// slots admits running runs; queued counts runs waiting for a slot.
+	slots  chan struct{}
+	queued chan struct{}
 }
+
+// ErrOverloaded is returned by Run when the admission queue is full. It
+// matches errdefs.IsResourceExhausted.
+var ErrOverloaded = fmt.Errorf("%w: too many runs in flight and the admission queue is full", errdefs.ErrResourceExhausted)
 
 var _ backend.Runtime = (*Runtime)(nil)
 
@@ -59,8 +68,44 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.poolSize < 0 || o.maxRuns < 0 || o.queueLength < 0 {
+		return nil, fmt.Errorf("%w: pool size, max runs and queue length must not be negative", errdefs.ErrInvalidArgument)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Runtime{opts: o, driver: d, log: o.logger, stopCtx: ctx, stopRuns: cancel}, nil
+	r := &Runtime{opts: o, driver: d, log: o.logger, stopCtx: ctx, stopRuns: cancel}
+	if o.maxRuns > 0 {
+		r.slots = make(chan struct{}, o.maxRuns)
+		r.queued = make(chan struct{}, o.queueLength)
+	}
+	if o.poolSize > 0 {
+		r.pool = newPool(r, o.poolSize, o.poolTTL, o.poolFill)
+	}
+	return r, nil
+}
+
+// admit waits for a run slot. It fails fast with ErrOverloaded when the
+// queue is full; release must be called when the run ends.
+func (r *Runtime) admit(ctx context.Context) (release func(), err error) {
+	if r.slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, nil
+	default:
+	}
+	select {
+	case r.queued <- struct{}{}:
+	default:
+		return nil, ErrOverloaded
+	}
+	defer func() { <-r.queued }()
+	select {
+	case r.slots <- struct{}{}:
+		return func() { <-r.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Language reports the language programs must be written in.
@@ -79,6 +124,10 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.mu.Unlock()
 	r.stopRuns()
+	var poolErr error
+	if r.pool != nil {
+		poolErr = r.pool.close(ctx)
+	}
 	done := make(chan struct{})
 	go func() {
 		r.runs.Wait()
@@ -86,6 +135,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		if poolErr != nil {
+			return fmt.Errorf("closing the warm pool: %w", poolErr)
+		}
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("closing container runtime: %w", ctx.Err())
@@ -186,18 +238,37 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	stop := context.AfterFunc(r.stopCtx, func() { cancel(errors.New("runtime closed")) })
 	defer stop()
 
-	runID := newRunID()
-	log := r.log.With("run_id", runID, "language", string(r.opts.language))
-	startup := time.Now()
-	sb, err := r.startSandbox(ctx, runID, log)
+	release, err := r.admit(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return backend.RunResult{Error: abortFailure(ctx)}, nil
 		}
 		return backend.RunResult{}, err
 	}
+	defer release()
+
+	startup := time.Now()
+	var sb *sandbox
+	warm := false
+	if r.pool != nil {
+		sb = r.pool.get()
+		warm = sb != nil
+	}
+	if sb == nil {
+		runID := newRunID()
+		sb, err = r.startSandbox(ctx, runID, r.log.With("run_id", runID, "language", string(r.opts.language)))
+		if err != nil {
+			if ctx.Err() != nil {
+				return backend.RunResult{Error: abortFailure(ctx)}, nil
+			}
+			return backend.RunResult{}, err
+		}
+	}
+	log := r.log.With("run_id", sb.runID, "language", string(r.opts.language), "warm", warm)
+	ready := time.Now()
 	res := sb.execute(ctx, prep, req, r.opts.limits, log)
-	res.Stats.Startup = sb.readyAt.Sub(startup)
+	res.Stats.Startup = ready.Sub(startup)
+	res.Stats.Warm = warm
 	sb.teardown(ctx, log)
 	// Raw output drains once the container is gone; collect it last.
 	res.Logs, res.LogsTruncated = sb.out.snapshot()

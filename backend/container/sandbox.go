@@ -23,6 +23,7 @@ import (
 // sandbox is one started container whose runner has said hello.
 type sandbox struct {
 	driver  Driver
+	runID   string
 	id      string
 	bridge  *bridge
 	peer    *peer
@@ -53,7 +54,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
 	}
-	sb := &sandbox{driver: r.driver, bridge: b, limits: l, out: &logSink{max: l.LogBytes}}
+	sb := &sandbox{driver: r.driver, runID: runID, bridge: b, limits: l, out: &logSink{max: l.LogBytes}}
 	defer func() {
 		if retErr != nil {
 			sb.teardown(ctx, log)
