@@ -842,17 +842,18 @@ class Runner:
             raise ValueError(f"{global_name}.{name}: arguments are nested too deeply") from None
         fut = asyncio.get_running_loop().create_future()
         with self._calls_lock:
-            if self.state != "running":
-                return await fut  # settled: nothing more goes out
-            call_id = self._next_id
-            frame = '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}' % (
-                call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
-            size = len(frame.encode("utf-8"))
-            if size > self.limits["maxFrameBytes"]:
-                raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
-            self._next_id += 1
-            self._outstanding[call_id] = (fut, name)
-        self.send(frame)
+            settled = self.state != "running"
+            if not settled:
+                call_id = self._next_id
+                frame = '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}' % (
+                    call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
+                size = len(frame.encode("utf-8"))
+                if size > self.limits["maxFrameBytes"]:
+                    raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
+                self._next_id += 1
+                self._outstanding[call_id] = (fut, name)
+        if not settled:  # once settled nothing more goes out, and the call never ends
+            self.send(frame)
         return await fut
 
     # -- logs

@@ -760,7 +760,7 @@ class Runner {
     const names = new Set([...Object.keys(inner), ...Object.keys(console)]);
     for (const name of names) {
       if (typeof inner[name] !== 'function') {
-        if (typeof console[name] === 'function') capture[name] = function () {};
+        capture[name] = console[name]; // console.Console, inspector-only methods
         continue;
       }
       const method = inner[name];

@@ -92,7 +92,7 @@ async function host(opts) {
   });
   child.stdout.on('data', (d) => { out.stdout += d; });
   child.stderr.on('data', (d) => { out.stderr += d; });
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs || 8000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs || 60000);
   out.exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal || code)));
   clearTimeout(timer);
   for (const c of wss.clients) c.terminate();

@@ -1,0 +1,402 @@
+"""End-to-end tests of the Python runner: a fake host serves the bridge on a
+Unix socket (websockets' sync server), spawns bootstrap.py as a child process
+and drives it through the protocol. Every frame the runner sends is checked
+with the strict decoder (direction runner-to-host). Run from
+images/py-runner: python3 -m unittest discover -s test -v"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.dont_write_bytecode = True
+
+import bootstrap as boot  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
+from websockets.sync.server import unix_serve  # noqa: E402
+
+BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bootstrap.py")
+LIMITS = {"maxLogBytes": 1 << 20, "maxValueBytes": 1 << 20, "maxFrameBytes": 4 << 20}
+TOOLS = ["search", "fail", "echo", "__class__", "keys", "my-tool"]
+
+
+def default_on_call(call, reply):
+    if call["name"] == "fail":
+        reply({"ok": False, "message": f"no luck with {json.dumps(call['args'])}"})
+    elif call["name"] == "search":
+        reply({"ok": True, "value": {"hits": [{"id": 1, "title": "one"}, {"id": 2, "title": "twö"}], "query": call["args"]}})
+    else:
+        reply({"ok": True, "value": {"name": call["name"], "args": call["args"]}})
+
+
+class Outcome:
+    def __init__(self):
+        self.frames, self.logs, self.calls, self.violations, self.after_done = [], [], [], [], []
+        self.hello = self.done = self.exit_code = None
+        self.stderr = self.stdout = ""
+
+
+def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_hello=None, run_delay=0.0, socket_path=None, timeout=60):
+    """Run one program under a fake host; returns an Outcome. on_hello(conn)
+    takes over after hello: it sends the run frame and answers calls."""
+    tmp = tempfile.mkdtemp(prefix="dsh-py-")
+    sock = os.path.join(tmp, "bridge.sock")
+    out = Outcome()
+
+    def handler(conn):
+        try:
+            for data in conn:
+                out.frames.append(data)
+                if out.done is not None:
+                    out.after_done.append(data)
+                try:
+                    if not isinstance(data, str):
+                        raise AssertionError("binary frame")
+                    msg = boot.decode_frame(boot.RUNNER_TO_HOST, data, limits["maxFrameBytes"])
+                except (boot.ProtocolError, AssertionError) as e:
+                    out.violations.append(f"{e} in {data[:200]!r}")
+                    continue
+                if msg["type"] == "hello":
+                    out.hello = json.loads(data)
+                    if on_hello:
+                        on_hello(conn)
+                        continue
+                    if run_delay:
+                        time.sleep(run_delay)
+                    conn.send(json.dumps({
+                        "type": "run", "version": 1, "program": program,
+                        "bindings": bindings if bindings is not None else [{"global": "tools", "functions": TOOLS}],
+                        "limits": limits,
+                    }))
+                elif msg["type"] == "call":
+                    call = json.loads(data)
+                    out.calls.append(call)
+                    if not on_hello:
+                        (on_call or default_on_call)(call, lambda r, i=call["id"]: conn.send(json.dumps({"type": "result", "id": i, **r})))
+                elif msg["type"] == "log":
+                    out.logs.append(json.loads(data))
+                elif msg["type"] == "done":
+                    out.done = json.loads(data)
+        except ConnectionClosed:
+            pass
+
+    server = unix_serve(handler, sock, compression=None, max_size=None)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", BOOTSTRAP, socket_path or sock],
+            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tempfile.gettempdir(), "LANG": "C.UTF-8"},
+            capture_output=True, timeout=timeout, text=True,
+        )
+        out.exit_code, out.stdout, out.stderr = proc.returncode, proc.stdout, proc.stderr
+    finally:
+        server.shutdown()
+        thread.join()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def hosts(*runs):
+    """Run several hosts concurrently: each argument is a dict of host()'s
+    keyword arguments (program included)."""
+    with ThreadPoolExecutor(len(runs)) as pool:
+        return list(pool.map(lambda kw: host(**kw), runs))
+
+
+class RunnerTest(unittest.TestCase):
+    maxDiff = None
+
+    def ok(self, out):
+        """A clean run: exit 0, valid frames, done last, nothing on stderr."""
+        self.assertEqual(out.violations, [])
+        self.assertEqual(out.exit_code, 0, out.stderr)
+        self.assertIsNotNone(out.done, "no done frame")
+        self.assertEqual(out.after_done, [])
+        self.assertEqual(out.stderr, "")
+        self.assertEqual(out.stdout, "")
+        return out.done
+
+    def test_hello_then_a_json_value(self):
+        out = host('return {"a": [1, "two", True, None], "n": 1.5, "s": "é😀"}')
+        self.assertEqual(out.frames[0], '{"type":"hello","version":1,"language":"python","runner":"dsh-py-runner/1"}')
+        self.assertEqual(self.ok(out), {"type": "done", "ok": True, "valueKind": "json", "value": {"a": [1, "two", True, None], "n": 1.5, "s": "é😀"}})
+
+    def test_no_value_and_warm_pool_wait(self):
+        none, null = hosts(dict(program="x = 1", run_delay=0.3), dict(program="import sys\nsys.exit()"))
+        self.assertEqual(self.ok(none), {"type": "done", "ok": True})
+        self.assertEqual(self.ok(null), {"type": "done", "ok": True})
+
+    def test_top_level_await(self):
+        out = host("import asyncio\nawait asyncio.sleep(0.02)\nv = 21\nreturn v * 2")
+        self.assertEqual(self.ok(out)["value"], 42)
+
+    def test_only_the_documented_globals(self):
+        # (An import at the top level binds a local of the wrapper function.)
+        out = host("import json\nreturn [sorted(globals()), __name__, type(tools).__name__, ToolCallError.__mro__[1].__name__]")
+        self.assertEqual(self.ok(out)["value"], [["ToolCallError", "__builtins__", "__name__", "tools"], "__main__", "Namespace", "Exception"])
+
+    def test_logs_of_every_source_and_level(self):
+        program = "\n".join([
+            "import logging, sys, warnings",
+            'print("hello", 1, {"a": 1})',
+            'print("no newline", end="")',
+            'print(" ...continued")',
+            'sys.stdout.write("raw out\\n")',
+            'print("to stderr", file=sys.stderr)',
+            'sys.stderr.write("raw err")',
+            'sys.stderr.flush()',
+            'logging.debug("debug %d", 1)',
+            'logging.info("info")',
+            'logging.getLogger("app").warning("warn")',
+            'logging.error("error")',
+            'logging.critical("critical")',
+            'try:',
+            '    1 / 0',
+            'except ZeroDivisionError:',
+            '    logging.exception("caught")',
+            'sys.stdout.buffer.write("bytes é\\n".encode())',
+            'print("lone \\ud800 surrogate")',
+            'print("tail", end="")',
+        ])
+        out = host(program)
+        self.ok(out)
+        logs = [{k: v for k, v in log.items() if k != "type"} for log in out.logs]
+        exc = [log for log in logs if log["text"].startswith("caught")]
+        self.assertEqual(len(exc), 1)
+        self.assertEqual(exc[0]["level"], "error")
+        self.assertIn('File "program.py", line 15, in __dsh_main__\n    1 / 0', exc[0]["text"])
+        self.assertIn("ZeroDivisionError: division by zero", exc[0]["text"])
+        self.assertEqual([log for log in logs if log not in exc], [
+            {"source": "stdout", "text": "hello 1 {'a': 1}\n"},
+            {"source": "stdout", "text": "no newline ...continued\n"},
+            {"source": "stdout", "text": "raw out\n"},
+            {"source": "stderr", "text": "to stderr\n"},
+            {"source": "stderr", "text": "raw err"},
+            {"source": "console", "level": "debug", "text": "debug 1"},
+            {"source": "console", "level": "info", "text": "info"},
+            {"source": "console", "level": "warn", "text": "warn"},
+            {"source": "console", "level": "error", "text": "error"},
+            {"source": "console", "level": "error", "text": "critical"},
+            {"source": "stdout", "text": "bytes é\n"},
+            {"source": "stdout", "text": "lone ? surrogate\n"},
+            {"source": "stdout", "text": "tail"},
+        ])
+
+    def test_a_tool_call_round_trip(self):
+        out = host('r = await tools.search({"q": "x", "n": [1, 2], "nested": {"ok": True}})\nreturn r')
+        done = self.ok(out)
+        self.assertEqual(out.calls, [{"type": "call", "id": 1, "global": "tools", "name": "search", "args": {"q": "x", "n": [1, 2], "nested": {"ok": True}}}])
+        self.assertEqual(done["value"], {"hits": [{"id": 1, "title": "one"}, {"id": 2, "title": "twö"}], "query": {"q": "x", "n": [1, 2], "nested": {"ok": True}}})
+
+    def test_item_access_odd_names_and_default_args(self):
+        program = "\n".join([
+            "a = await tools.echo()",
+            'b = await tools["my-tool"]([3])',
+            'c = await tools["__class__"]("c")',
+            "d = await tools.keys(None)",
+            "e = [type(tools).__name__ != '__class__', 'echo' in tools, sorted(dir(tools)), len(tools)]",
+            "errs = []",
+            "try:",
+            "    tools.nope",
+            "except AttributeError as x:",
+            "    errs.append(str(x))",
+            "try:",
+            '    tools["no-pe"]',
+            "except KeyError as x:",
+            "    errs.append(x.args[0])",
+            "return [a, b, c, d, e, errs, tools.echo.__name__]",
+        ])
+        done = self.ok(out := host(program))
+        self.assertEqual([(c["id"], c["name"], c["args"]) for c in out.calls], [(1, "echo", None), (2, "my-tool", [3]), (3, "__class__", "c"), (4, "keys", None)])
+        self.assertEqual(done["value"], [
+            {"name": "echo", "args": None},
+            {"name": "my-tool", "args": [3]},
+            {"name": "__class__", "args": "c"},
+            {"name": "keys", "args": None},
+            [True, True, sorted(TOOLS), len(TOOLS)],
+            ["tools has no tool named 'nope'", "tools has no tool named 'no-pe'"],
+            "echo",
+        ])
+
+    def test_a_rejected_call_raises_tool_call_error(self):
+        program = "\n".join([
+            "try:",
+            '    await tools.fail({"why": 1})',
+            "except ToolCallError as e:",
+            "    import traceback",
+            "    return [str(e), e.tool_name, e.toolName, isinstance(e, Exception), traceback.format_exc().splitlines()]",
+        ])
+        done = self.ok(host(program))
+        self.assertEqual(done["value"][:4], ['no luck with {"why": 1}', "fail", "fail", True])
+        # The program's own traceback shows its line (the runner's frames below it are not filtered there).
+        self.assertIn('  File "program.py", line 2, in __dsh_main__', done["value"][4])
+        self.assertEqual(done["value"][4][-1], 'ToolCallError: no luck with {"why": 1}')
+
+    def test_an_uncaught_rejected_call_fails_the_run(self):
+        done = self.ok(host("x = 1\nawait tools.fail(None)\nreturn 1"))
+        self.assertEqual(done["ok"], False)
+        self.assertEqual(done["error"]["name"], "ToolCallError")
+        self.assertEqual(done["error"]["message"], "no luck with null")
+        self.assertEqual(done["error"]["stack"],
+                         'Traceback (most recent call last):\n  File "program.py", line 2, in __dsh_main__\n    await tools.fail(None)\n'
+                         "ToolCallError: no luck with null\n")
+
+    def test_gather_with_results_in_reverse_order(self):
+        held = []
+
+        def on_call(call, reply):
+            held.append((call, reply))
+            if len(held) == 4:
+                for c, rep in reversed(held):
+                    rep({"ok": True, "value": c["args"]})
+
+        program = 'import asyncio\nnames = ["a", "b", "c", "d"]\nr = await asyncio.gather(*(tools.echo({"n": n}) for n in names))\nreturn "".join(x["n"] for x in r)'
+        out = host(program, on_call=on_call)
+        done = self.ok(out)
+        self.assertEqual([c["id"] for c in out.calls], [1, 2, 3, 4])
+        self.assertEqual([c["args"]["n"] for c in out.calls], ["a", "b", "c", "d"])
+        self.assertEqual(done["value"], "abcd")
+
+    def test_arguments_that_are_not_json_raise_locally(self):
+        program = "\n".join([
+            "errs = []",
+            'for bad in [{1, 2}, float("nan"), object(), "x" * 5000]:',
+            "    try:",
+            "        await tools.echo(bad)",
+            '        errs.append("sent")',
+            "    except (TypeError, ValueError) as e:",
+            "        errs.append(type(e).__name__)",
+            'errs.append((await tools.echo("after"))["args"])',
+            "return errs",
+        ])
+        out = host(program, limits=dict(LIMITS, maxFrameBytes=4096))
+        self.assertEqual(self.ok(out)["value"], ["TypeError", "ValueError", "TypeError", "ValueError", "after"])
+        self.assertEqual([(c["id"], c["args"]) for c in out.calls], [(1, "after")])
+
+    def test_errors_and_syntax_errors(self):
+        runtime, syntax, syntax2, exit3, interrupt, group = hosts(
+            dict(program="x = 1\n\n\ndef f(d):\n    return d['missing']\n\nf({})"),
+            dict(program="x = 1\ny = (\n"),
+            dict(program="x = 1\n\nreturn x\nbreak"),
+            dict(program="import sys\nsys.exit(3)"),
+            dict(program="raise KeyboardInterrupt"),
+            dict(program="import asyncio\nasync def boom():\n    raise ValueError('in a task')\nawait asyncio.gather(boom())"),
+        )
+        err = self.ok(runtime)["error"]
+        self.assertEqual([err["name"], err["message"]], ["KeyError", "'missing'"])
+        self.assertEqual(err["stack"], 'Traceback (most recent call last):\n  File "program.py", line 7, in __dsh_main__\n    f({})\n    ~^^^^\n'
+                         "  File \"program.py\", line 5, in f\n    return d['missing']\n           ~^^^^^^^^^^^\nKeyError: 'missing'\n")
+        err = self.ok(syntax)["error"]
+        self.assertEqual(err["name"], "SyntaxError")
+        self.assertEqual(err["message"], "'(' was never closed (program.py, line 2)")
+        self.assertTrue(err["stack"].startswith('  File "program.py", line 2\n    y = (\n'), err["stack"])
+        self.assertNotIn("bootstrap", err["stack"])
+        err = self.ok(syntax2)["error"]
+        self.assertEqual([err["name"], err["message"]], ["SyntaxError", "'break' outside loop (program.py, line 4)"])
+        err = self.ok(exit3)["error"]
+        self.assertEqual([err["name"], err["message"]], ["SystemExit", "3"])
+        self.assertEqual(self.ok(interrupt)["error"]["name"], "KeyboardInterrupt")
+        err = self.ok(group)["error"]
+        self.assertEqual([err["name"], err["message"]], ["ValueError", "in a task"])
+        self.assertIn('File "program.py", line 3, in boom', err["stack"])
+
+    def test_values_that_are_not_json_cross_as_repr(self):
+        outs = hosts(dict(program="return {1, 2}"), dict(program="class P:\n    def __repr__(self):\n        return 'P!'\nreturn P()"),
+                     dict(program='return float("inf")'))
+        self.assertEqual([self.ok(o) for o in outs], [
+            {"type": "done", "ok": True, "valueKind": "inspect", "value": "{1, 2}"},
+            {"type": "done", "ok": True, "valueKind": "inspect", "value": "P!"},
+            {"type": "done", "ok": True, "valueKind": "inspect", "value": "inf"},
+        ])
+
+    def test_value_truncation(self):
+        limits = dict(LIMITS, maxValueBytes=1000)
+        big, small = hosts(dict(program='return "é" * 3000', limits=limits), dict(program='return "é" * 100', limits=limits))
+        done = self.ok(big)
+        self.assertEqual([done["valueKind"], done["truncated"]], ["json", True])
+        self.assertEqual(done["value"], '"' + "é" * 498)
+        self.assertEqual(self.ok(small), {"type": "done", "ok": True, "valueKind": "json", "value": "é" * 100})
+
+    def test_log_cap_and_frame_cut(self):
+        limits = {"maxLogBytes": 100, "maxValueBytes": 1000, "maxFrameBytes": 4096}
+        capped, long = hosts(
+            dict(program='for i in range(50):\n    print(f"line {i:03d}" + " " * 19)\nreturn "finished"', limits=limits),
+            dict(program='import logging\nlogging.warning("y" * 10000)\nprint("\\n" * 5000, end="")', limits=dict(limits, maxLogBytes=1 << 20)),
+        )
+        self.assertEqual(self.ok(capped)["value"], "finished")
+        # 28 bytes each: the 4th entry crosses 100 and is the last one sent.
+        self.assertEqual([log["text"][:8] for log in capped.logs], ["line 000", "line 001", "line 002", "line 003"])
+        self.ok(long)
+        self.assertEqual(len(long.logs), 2)
+        for f in long.frames:
+            self.assertLessEqual(len(f.encode()), 4096)
+        self.assertRegex(long.logs[0]["text"], r"^y{4000,}$")
+        self.assertRegex(long.logs[1]["text"], r"^\n{1000,}$")
+
+    def test_protocol_violations_exit_71(self):
+        def run(program):
+            return json.dumps({"type": "run", "version": 1, "program": program, "bindings": [{"global": "tools", "functions": ["echo"]}], "limits": LIMITS})
+
+        hang = "import asyncio\nawait tools.echo(1)\nawait asyncio.sleep(5)"
+
+        def answer(program, make):
+            def on_hello(conn):
+                conn.send(run(program))
+                for data in conn:
+                    m = json.loads(data)
+                    if m["type"] == "call":
+                        for r in make(m):
+                            conn.send(json.dumps(r))
+            return on_hello
+
+        cases = [
+            ("a result for an id not in flight", "id 2, which is not in flight",
+             answer(hang, lambda m: [{"type": "result", "id": m["id"] + 1, "ok": True, "value": 1}])),
+            ("a result settled twice", "id 1, which is not in flight",
+             answer(hang, lambda m: [{"type": "result", "id": m["id"], "ok": True, "value": 1}] * 2)),
+            ("an ok result without a value", "ok result needs a value",
+             answer(hang, lambda m: [{"type": "result", "id": m["id"], "ok": True}])),
+            ("a failed result with a value", "carries a message, not a value",
+             answer(hang, lambda m: [{"type": "result", "id": m["id"], "ok": False, "value": 1, "message": "m"}])),
+            ("a result before the run frame", "before the run frame", lambda c: c.send('{"type":"result","id":1,"ok":true,"value":1}')),
+            ("a second run frame", "a second run frame", lambda c: (c.send(run(hang)), c.send(run("")))),
+            ("another version", "bad-version", lambda c: c.send(json.dumps({"type": "run", "version": 2, "program": "", "bindings": [], "limits": LIMITS}))),
+            ("junk", "not-json", lambda c: c.send("not json")),
+            ("a binary frame", "binary frame", lambda c: c.send(run("return 1").encode())),
+            ("invalid UTF-8", "1007", lambda c: c.send(b"{\xff}", text=True)),
+            ("a runner-side message", "bad-type", lambda c: c.send('{"type":"call","id":1,"global":"tools","name":"a","args":{}}')),
+        ]
+        outs = hosts(*(dict(on_hello=h) for _, _, h in cases))
+        for (name, reason, _), out in zip(cases, outs):
+            with self.subTest(name):
+                self.assertEqual(out.exit_code, 71, out.stderr)
+                self.assertRegex(out.stderr, r"^dsh-py-runner/1: protocol violation: .+\n$")
+                self.assertIn(reason, out.stderr)
+                self.assertIsNone(out.done)
+
+    def test_host_going_away_and_no_socket(self):
+        def close_later(conn):
+            conn.send(json.dumps({"type": "run", "version": 1, "program": "import asyncio\nawait asyncio.sleep(5)", "bindings": [], "limits": LIMITS}))
+            time.sleep(0.2)
+            conn.close()
+
+        gone, early, missing = hosts(dict(on_hello=close_later), dict(on_hello=lambda c: c.close()),
+                                     dict(socket_path=os.path.join(tempfile.gettempdir(), "does-not-exist", "bridge.sock")))
+        for out in (gone, early):
+            self.assertEqual(out.exit_code, 0, out.stderr)
+            self.assertEqual(out.stderr, "")
+            self.assertIsNone(out.done)
+        self.assertEqual(missing.exit_code, 70)
+        self.assertRegex(missing.stderr, r"^dsh-py-runner/1: cannot connect to .*does-not-exist/bridge\.sock: .+\n$")
+
+
+if __name__ == "__main__":
+    unittest.main()
