@@ -25,8 +25,9 @@ Contract (wire protocol version 1, see portproto/portproto.go):
    wrapper too, so the usual script idiom keeps working. The code runs in a
    fresh globals dict holding only ``__builtins__``, ``__name__ =
    "__main__"``, ``ToolCallError`` and the binding namespaces, under
-   asyncio.run. A SyntaxError (parse or compile) fails the run with name
-   "SyntaxError" and a message naming the line.
+   asyncio.run. Leading ``from __future__`` imports stay at module level,
+   where they are legal. A SyntaxError (parse or compile) fails the run with
+   name "SyntaxError" and a message naming the line.
 5. A binding namespace supports ``tools.name(args)`` and
    ``tools["odd-name"](args)``; each function takes one argument (default
    None, sent as null), serialized with json.dumps(allow_nan=False)
@@ -589,6 +590,13 @@ def compile_program(source, globals_):
     positions."""
     tree = ast.parse(source, PROGRAM_FILE)
     body = list(tree.body)
+    # `from __future__ import ...` is only legal at the top of a module: keep
+    # the leading ones (after an optional docstring) out of the wrapper.
+    first = 1 if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str) else 0
+    end = first
+    while end < len(body) and isinstance(body[end], ast.ImportFrom) and body[end].module == "__future__":
+        end += 1
+    futures, body = body[first:end], body[:first] + body[end:]
     at_top = {"lineno": 1, "col_offset": 0, "end_lineno": 1, "end_col_offset": 0}
     hoisted = _global_names(tree)
     if hoisted:
@@ -612,11 +620,15 @@ def compile_program(source, globals_):
     }
     if "type_params" in ast.AsyncFunctionDef._fields:
         fields["type_params"] = []
-    module = ast.Module(body=[ast.AsyncFunctionDef(**fields)], type_ignores=[])
+    module = ast.Module(body=futures + [ast.AsyncFunctionDef(**fields)], type_ignores=[])
     ast.fix_missing_locations(module)
     code = compile(module, PROGRAM_FILE, "exec", dont_inherit=True)
+    before = set(globals_)
     exec(code, globals_)
-    return globals_.pop("__dsh_main__")
+    fn = globals_.pop("__dsh_main__")
+    for name in set(globals_) - before:  # what the __future__ imports bound
+        del globals_[name]
+    return fn
 
 
 # ---------------------------------------------------------------------------

@@ -257,6 +257,17 @@ class CompileTest(unittest.TestCase):
         fn, _ = self.compile('"""a docstring only"""')
         self.assertIsNone(asyncio.run(fn()))
 
+    def test_future_imports_stay_at_module_level(self):
+        import asyncio
+
+        src = '"""doc"""\nfrom __future__ import annotations\ndef f(x: Undefined) -> int:\n    return 1\nreturn f(0)'
+        fn, g = self.compile(src)
+        self.assertEqual(asyncio.run(fn()), 1)
+        self.assertEqual(sorted(g), ["__builtins__", "__name__"])
+        with self.assertRaises(SyntaxError) as cm:
+            self.compile("x = 1\nfrom __future__ import annotations")
+        self.assertEqual(cm.exception.lineno, 2)
+
     def test_syntax_errors_name_the_line(self):
         for src, line in [("x = 1\n\nif x\n    pass", 3), ("x = 1\nbreak\n", 2), ("def f():\n    yield 1\n    await g()\n", 3)]:
             with self.subTest(src):

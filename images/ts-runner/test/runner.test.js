@@ -126,9 +126,11 @@ test('no value, null value, a warm-pool wait before the run frame', async () => 
   assert.deepEqual(ok(nul), { type: 'done', ok: true, valueKind: 'json', value: null });
 });
 
-test('top-level await', async () => {
-  const out = await host({ body: 'const v = await new Promise((r) => setTimeout(() => r(21), 20));\nreturn v * 2;' });
-  assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: 42 });
+test('top-level await, and dynamic import of Node modules', async () => {
+  const out = await host({
+    body: 'const v = await new Promise((r) => setTimeout(() => r(21), 20));\nconst { createHash } = await import("node:crypto");\nreturn [v * 2, createHash("sha256").update("x").digest("hex").slice(0, 8)];',
+  });
+  assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: [42, '2d711642'] });
 });
 
 test('logs of every source and level', async () => {
