@@ -20,7 +20,7 @@ func checkPython(src string) error {
 	if strings.ContainsAny(src, "\x00\r\f\v") {
 		return fmt.Errorf("NUL, CR, FF or VT in output")
 	}
-	if !strings.HasPrefix(src, pyHeader) || !strings.HasSuffix(src, "\n\n\ntools: Tools\n") {
+	if !strings.HasPrefix(src, pyHeader) || !strings.HasSuffix(src, "\n\ntools: Tools\n") {
 		return fmt.Errorf("missing header or trailer")
 	}
 	type logical struct {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,10 @@ import (
 //	DSH_SDKGEN_COMPILE_IMAGE=dsh-sdkgen-check:dev go test ./sdkgen -run TestGoldenCompile
 const compileImageEnv = "DSH_SDKGEN_COMPILE_IMAGE"
 
+// generatedSets is how many random tool sets (genTools, seeds 0..n-1)
+// TestGoldenCompile checks besides the golden cases.
+const generatedSets = 200
+
 // TestGoldenCompile checks every golden case with the real compilers, in a
 // container without network:
 //   - each TypeScript source passes `tsc --noEmit --strict` (and, all made
@@ -32,6 +37,7 @@ const compileImageEnv = "DSH_SDKGEN_COMPILE_IMAGE"
 //     unknown tool, run_code, wrong result type) do not;
 //   - every tool of the adversarial-names case is reachable under its
 //     exact name, and the adversarial-keys record accepts its exact keys;
+//   - the same holds for generatedSets random tool sets (genTools);
 //   - each Python source compiles and executes under python3, the methods
 //     of class Tools are exactly the expected ones, each carries its
 //     description as docstring, and each TypedDict argument has exactly the
@@ -60,6 +66,15 @@ func TestGoldenCompile(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "ts-modules", c+".ts"), TypeScriptSource(tools)+"export {};\n")
 		writeFile(t, filepath.Join(dir, "py", "case_"+c+".py"), PythonSource(tools))
 		writeFile(t, filepath.Join(dir, "py", "case_"+c+".json"), string(mustJSON(t, pyExpectations(tools))))
+	}
+	// Random schema-shaped tool sets, checked like the golden ones (the
+	// TypeScript ones only in the combined run).
+	for i := range generatedSets {
+		tools := genTools(rand.New(rand.NewSource(int64(i))))
+		name := fmt.Sprintf("generated_%03d", i)
+		writeFile(t, filepath.Join(dir, "ts-modules", name+".ts"), TypeScriptSource(tools)+"export {};\n")
+		writeFile(t, filepath.Join(dir, "py", "case_"+name+".py"), PythonSource(tools))
+		writeFile(t, filepath.Join(dir, "py", "case_"+name+".json"), string(mustJSON(t, pyExpectations(tools))))
 	}
 	writeFile(t, filepath.Join(dir, "py", "check.py"), pyCheckScript)
 	writeCallChecks(t, filepath.Join(dir, "calls"), fixtures)
@@ -120,7 +135,7 @@ func TestGoldenCompile(t *testing.T) {
 		if err != nil {
 			t.Errorf("python check failed: %v\n%s", err, out)
 		} else {
-			t.Logf("%s", out)
+			t.Logf("%d files ok under Python %s", countPrefix(out, "ok "), lastLine(out))
 		}
 	})
 }
@@ -137,6 +152,21 @@ func dockerRun(t *testing.T, dir, image, script string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
 	return b.String(), err
+}
+
+func countPrefix(s, prefix string) int {
+	n := 0
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
 
 func writeFile(t *testing.T, path, content string) {

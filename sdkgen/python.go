@@ -42,12 +42,10 @@ const pyInstructions = "The tools below are available to programs you run with t
 
 const pyHeader = `from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
-
 
 `
 
@@ -159,7 +157,7 @@ func PythonSource(tools []Tool) string {
 	b.WriteString(m.classes.String())
 	b.WriteString("class Tools:\n")
 	b.WriteString(body.String())
-	b.WriteString("\n\ntools: Tools\n")
+	b.WriteString("\ntools: Tools\n")
 	return b.String()
 }
 
@@ -219,7 +217,7 @@ func writePyDocLine(b *strings.Builder, line string, last bool) {
 type pyModule struct {
 	used    map[string]bool // names taken (or reserved) in the module
 	next    map[string]int  // next numeric suffix to try per base name
-	classes strings.Builder // definitions, each followed by two blank lines
+	classes strings.Builder // definitions, each followed by a blank line
 }
 
 // name returns a fresh class name derived from base.
@@ -379,7 +377,7 @@ func (m *pyModule) class(s *shape, path string) string {
 		}
 		b.WriteString("    },\n)\n")
 	}
-	b.WriteString("\n\n")
+	b.WriteString("\n")
 	return name
 }
 

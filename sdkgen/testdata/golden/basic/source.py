@@ -1,11 +1,9 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
-
 
 class ReadFileArgs(TypedDict):
     # File path, relative to the workspace.
@@ -14,11 +12,9 @@ class ReadFileArgs(TypedDict):
     offset: NotRequired[int]
     limit: NotRequired[int]
 
-
 class SearchArgsOptions(TypedDict):
     ignoreCase: NotRequired[bool]
     maxResults: NotRequired[int | None]
-
 
 class SearchArgs(TypedDict):
     pattern: str
@@ -26,14 +22,12 @@ class SearchArgs(TypedDict):
     # Matching options.
     options: NotRequired[SearchArgsOptions]
 
-
 class WriteFileArgs(TypedDict):
     # File path, relative to the workspace.
     path: str
     content: str
     # How to write.
     mode: NotRequired[Literal["overwrite", "append"]]
-
 
 class Tools:
     async def read_file(self, args: ReadFileArgs) -> str:
@@ -50,6 +44,5 @@ class Tools:
     async def write_file(self, args: WriteFileArgs) -> str:
         """Write text to a file, replacing it."""
         ...
-
 
 tools: Tools

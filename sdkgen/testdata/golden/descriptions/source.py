@@ -1,11 +1,9 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
-
 
 class AtTagsArgs(TypedDict):
     # @param x not a tag
@@ -14,25 +12,20 @@ class AtTagsArgs(TypedDict):
     # {@link foo}
     p: NotRequired[str]
 
-
 class BackslashesArgs(TypedDict):
     # C:\path\to\file and \n not a newline and trailing \
     p: NotRequired[str]
-
 
 class CommentCloseArgs(TypedDict):
     # Ends the comment */ early? And /* opens one. **/ and */*/
     p: NotRequired[str]
 
-
 class ControlsArgs(TypedDict):
     # nul � bell � esc � del � nel � ff � vt �
     p: NotRequired[str]
 
-
 class EmptyArgs(TypedDict):
     p: NotRequired[str]
-
 
 class IndentedArgs(TypedDict):
     # Usage:
@@ -42,7 +35,6 @@ class IndentedArgs(TypedDict):
     #   code block
     p: NotRequired[str]
 
-
 class MarkdownArgs(TypedDict):
     # Example:
     # ```ts
@@ -50,7 +42,6 @@ class MarkdownArgs(TypedDict):
     # ```
     # and ````four```` backticks
     p: NotRequired[str]
-
 
 class NewlinesArgs(TypedDict):
     # Line one
@@ -63,37 +54,30 @@ class NewlinesArgs(TypedDict):
     # After blanks
     p: NotRequired[str]
 
-
 class PythonCloseArgs(TypedDict):
     # ends with three quotes """
     p: NotRequired[str]
-
 
 class QuoteOnlyArgs(TypedDict):
     # "
     p: NotRequired[str]
 
-
 class QuotesArgs(TypedDict):
     # Triple """ quotes and a trailing quote"
     p: NotRequired[str]
-
 
 class TabsArgs(TypedDict):
     # col1	col2
     # 	indented with a tab
     p: NotRequired[str]
 
-
 class UnicodeArgs(TypedDict):
     # 日本語の説明 — café ✓ 😀 family 👨‍👩‍👧 bidi ‮evil‬ bom ﻿ zwsp ​
     p: NotRequired[str]
 
-
 class WhitespaceArgs(TypedDict):
     #   leading blank lines and trailing spaces
     p: NotRequired[str]
-
 
 class Tools:
     async def at_tags(self, args: AtTagsArgs) -> str:
@@ -174,6 +158,5 @@ class Tools:
     async def whitespace(self, args: WhitespaceArgs) -> str:
         """  leading blank lines and trailing spaces"""
         ...
-
 
 tools: Tools

@@ -1,11 +1,9 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
-
 
 AdversarialKeysArgs = TypedDict(
     "AdversarialKeysArgs",
@@ -73,37 +71,29 @@ AdversarialKeysArgs = TypedDict(
     },
 )
 
-
 class IdentifierKeysArgs(TypedDict):
     alpha: str
     beta_2: NotRequired[float]
     Gamma: NotRequired[bool]
     _d: NotRequired[None]
 
-
 class NestedKeysArgsMyKey(TypedDict):
     v: NotRequired[str]
-
 
 class NestedKeysArgsMyKey2(TypedDict):
     v: NotRequired[str]
 
-
 class NestedKeysArgsMyKey3(TypedDict):
     v: NotRequired[str]
-
 
 class NestedKeysArgsField(TypedDict):
     v: NotRequired[str]
 
-
 class NestedKeysArgsField2(TypedDict):
     v: NotRequired[str]
 
-
 class NestedKeysArgs1(TypedDict):
     v: NotRequired[str]
-
 
 NestedKeysArgs = TypedDict(
     "NestedKeysArgs",
@@ -117,7 +107,6 @@ NestedKeysArgs = TypedDict(
     },
 )
 
-
 class Tools:
     async def adversarial_keys(self, args: AdversarialKeysArgs) -> str:
         """Property keys that need quoting."""
@@ -130,6 +119,5 @@ class Tools:
     async def nested_keys(self, args: NestedKeysArgs) -> str:
         """Nested records named from adversarial keys."""
         ...
-
 
 tools: Tools

@@ -1,15 +1,12 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
 
-
 class DupArgs(TypedDict):
     x: NotRequired[str]
-
 
 class Tools:
     # tools[""](args: dict[str, Any]) -> str
@@ -159,6 +156,5 @@ class Tools:
 
     # tools["日本語"](args: dict[str, Any]) -> str
     #     Tool named "日本語".
-
 
 tools: Tools

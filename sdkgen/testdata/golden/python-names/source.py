@@ -1,59 +1,45 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
 
-
 class Tool3dArgs(TypedDict):
     x: NotRequired[str]
-
 
 class ABArgs3(TypedDict):
     x: NotRequired[str]
 
-
 class ABArgsArgs(TypedDict):
     x: NotRequired[str]
-
 
 class ABArgs2Args(TypedDict):
     x: NotRequired[str]
 
-
 class ABArgs4(TypedDict):
     x: NotRequired[str]
-
 
 class ABArgs5(TypedDict):
     x: NotRequired[str]
 
-
 class LongSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSeArgs2(TypedDict):
     x: NotRequired[str]
-
 
 class LongSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSeArgs(TypedDict):
     another_very_long_property_name_another_very_long_property_name_another_very_long_property_name_: NotRequired[LongSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSegmentSeArgs2]
 
-
 class PathsArgsItem(TypedDict):
     x: NotRequired[str]
-
 
 class PathsArgsListItem(TypedDict):
     y: NotRequired[str]
 
-
 class PathsArgsListItem2(TypedDict):
     z: NotRequired[str]
 
-
 class PathsArgsMapValue(TypedDict):
     w: NotRequired[str]
-
 
 class PathsArgs(TypedDict):
     item: NotRequired[PathsArgsItem]
@@ -61,18 +47,14 @@ class PathsArgs(TypedDict):
     List: NotRequired[list[PathsArgsListItem2]]
     map: NotRequired[dict[str, PathsArgsMapValue]]
 
-
 class ToolsArgs(TypedDict):
     x: NotRequired[str]
-
 
 class ValueErrorArgs(TypedDict):
     x: NotRequired[str]
 
-
 class ToolArgs(TypedDict):
     x: NotRequired[str]
-
 
 class Tools:
     # tools["3d"](args: Tool3dArgs) -> str
@@ -114,6 +96,5 @@ class Tools:
 
     # tools["日本"](args: ToolArgs) -> str
     #     No ASCII letters: the class falls back to ToolArgs.
-
 
 tools: Tools

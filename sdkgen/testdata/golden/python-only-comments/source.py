@@ -1,15 +1,12 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
 
-
 class MyToolArgs(TypedDict):
     x: NotRequired[str]
-
 
 class Tools:
     # tools["class"](args: dict[str, Any]) -> str
@@ -19,6 +16,5 @@ class Tools:
     #     Every tool is a comment, so class Tools needs pass.
 
     pass
-
 
 tools: Tools

@@ -1,16 +1,13 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
 
-
 class ArraysArgsRecordsItem(TypedDict):
     id: int
     tags: NotRequired[list[str]]
-
 
 class ArraysArgs(TypedDict):
     strings: NotRequired[list[str]]
@@ -20,7 +17,6 @@ class ArraysArgs(TypedDict):
     unionItems: NotRequired[list[str | float]]
     enumItems: NotRequired[list[Literal["a", "b"]]]
     inferred: NotRequired[list[bool]]
-
 
 class LiteralsArgs(TypedDict):
     color: Literal["red", "green", "blue"]
@@ -34,40 +30,31 @@ class LiteralsArgs(TypedDict):
     constNull: NotRequired[None]
     typedEnum: NotRequired[Literal["x", "y"]]
 
-
 class ObjectsArgsNestedInner(TypedDict):
     # The leaf.
     leaf: str
 
-
 class ObjectsArgsNested(TypedDict):
     inner: NotRequired[ObjectsArgsNestedInner]
-
 
 class ObjectsArgsRecordMapValue(TypedDict):
     v: NotRequired[float]
 
-
 class ObjectsArgsOpenRecord(TypedDict):
     a: NotRequired[str]
-
 
 class ObjectsArgsSafeIndex(TypedDict):
     a: str
     b: str
 
-
 class ObjectsArgsOptionalIndex(TypedDict):
     a: NotRequired[str]
-
 
 class ObjectsArgsUnsafeIndex(TypedDict):
     a: float
 
-
 class ObjectsArgsInferredObject(TypedDict):
     x: int
-
 
 class ObjectsArgs(TypedDict):
     # A nested record.
@@ -84,7 +71,6 @@ class ObjectsArgs(TypedDict):
     inferredObject: NotRequired[ObjectsArgsInferredObject]
     undeclared: Any
 
-
 class PrimitivesArgs(TypedDict):
     s: str
     n: float
@@ -95,26 +81,20 @@ class PrimitivesArgs(TypedDict):
     # No type, only a description.
     described: NotRequired[Any]
 
-
 class UnionArgsArgsVariant1(TypedDict):
     id: str
-
 
 class UnionArgsArgsVariant2(TypedDict):
     name: str
 
-
 class UnionsArgsOneOfVariant1(TypedDict):
     a: str
-
 
 class UnionsArgsOneOfVariant2(TypedDict):
     b: float
 
-
 class UnionsArgsNullableObject(TypedDict):
     x: NotRequired[str]
-
 
 class UnionsArgs(TypedDict):
     nullable: NotRequired[str | None]
@@ -125,7 +105,6 @@ class UnionsArgs(TypedDict):
     oneOf: NotRequired[UnionsArgsOneOfVariant1 | UnionsArgsOneOfVariant2 | None]
     nullableObject: NotRequired[UnionsArgsNullableObject | None]
     literalOrNumber: NotRequired[Literal["auto"] | float]
-
 
 class Tools:
     # tools["array-args"](args: list[int]) -> str
@@ -159,6 +138,5 @@ class Tools:
     async def unions(self, args: UnionsArgs) -> str:
         """Type arrays, anyOf and oneOf."""
         ...
-
 
 tools: Tools

@@ -1,25 +1,20 @@
 from typing import Any, Literal, NotRequired, TypedDict
 
-
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
 
     tool_name: str
 
-
 class BooleanSchemasArgs(TypedDict):
     t: Any
     f: NotRequired[Any]
 
-
 class DeepJsonArgs(TypedDict):
     x: NotRequired[Any]
-
 
 class DuplicateKeysArgs(TypedDict):
     a: NotRequired[float]
     b: NotRequired[str]
-
 
 EscapedKeysArgs = TypedDict(
     "EscapedKeysArgs",
@@ -30,14 +25,11 @@ EscapedKeysArgs = TypedDict(
     },
 )
 
-
 class MalformedArgsRequiredNotArray(TypedDict):
     a: NotRequired[str]
 
-
 class MalformedArgsRequiredMixed(TypedDict):
     a: str
-
 
 class MalformedArgs(TypedDict):
     typeNumber: NotRequired[Any]
@@ -67,31 +59,25 @@ class MalformedArgs(TypedDict):
     schemaNull: NotRequired[Any]
     schemaArray: NotRequired[Any]
 
-
 class PatternPropertiesArgsPpWithProps(TypedDict):
     a: NotRequired[str]
 
-
 class PatternPropertiesArgsPpEmpty(TypedDict):
     a: NotRequired[str]
-
 
 class PatternPropertiesArgs(TypedDict):
     pp: NotRequired[dict[str, Any]]
     ppWithProps: NotRequired[PatternPropertiesArgsPpWithProps]
     ppEmpty: NotRequired[PatternPropertiesArgsPpEmpty]
 
-
 class RefArgs(TypedDict):
     r: NotRequired[Any]
     withType: NotRequired[Any]
-
 
 class TupleItemsArgs(TypedDict):
     tuple: NotRequired[list[Any]]
     prefixItems: NotRequired[list[Any]]
     itemsFalse: NotRequired[list[Any]]
-
 
 class Tools:
     async def boolean_schemas(self, args: BooleanSchemasArgs) -> str:
@@ -157,6 +143,5 @@ class Tools:
     async def tuple_items(self, args: TupleItemsArgs) -> str:
         """Tuple items degrade."""
         ...
-
 
 tools: Tools
