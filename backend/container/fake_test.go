@@ -33,6 +33,9 @@ type fakeDriver struct {
 	containers map[string]*fakeContainer
 	created    int
 	wg         sync.WaitGroup
+	// rt is closed by checkNoLeaks first: containers are removed in the
+	// background after Run returns, and Close waits for that.
+	rt *Runtime
 }
 
 type fakeContainer struct {
@@ -215,6 +218,11 @@ func (d *fakeDriver) List(context.Context, string, string) ([]ContainerInfo, err
 // directory deleted, after waiting for the scripted runners to stop.
 func (d *fakeDriver) checkNoLeaks(t *testing.T, sockDir string) {
 	t.Helper()
+	if d.rt != nil {
+		if err := d.rt.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d.wg.Wait()
 	d.mu.Lock()
 	n := len(d.containers)
@@ -263,5 +271,8 @@ func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close(context.Background()) })
+	if fd, ok := d.(*fakeDriver); ok {
+		fd.rt = rt
+	}
 	return rt, dir
 }

@@ -269,9 +269,16 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	res := sb.execute(ctx, prep, req, r.opts.limits, log)
 	res.Stats.Startup = ready.Sub(startup)
 	res.Stats.Warm = warm
-	sb.teardown(ctx, log)
-	// Raw output drains once the container is gone; collect it last.
+	// Settle and wait for bindings now; kill and remove the container in
+	// the background (Close waits for it, the reaper covers a crash in
+	// between).
+	sb.stop()
 	res.Logs, res.LogsTruncated = sb.out.snapshot()
+	r.runs.Add(1)
+	go func() {
+		defer r.runs.Done()
+		sb.teardown(ctx, log)
+	}()
 	return res, nil
 }
 
@@ -283,4 +290,13 @@ func abortFailure(ctx context.Context) *backend.Failure {
 		msg += ": caller's deadline exceeded"
 	}
 	return &backend.Failure{Kind: backend.FailureAbort, Message: msg}
+}
+
+// PoolIdle reports how many pre-started sandboxes are ready (0 without a
+// pool).
+func (r *Runtime) PoolIdle() int {
+	if r.pool == nil {
+		return 0
+	}
+	return r.pool.idleCount()
 }

@@ -405,6 +405,10 @@ func capValue(v json.RawMessage, max int) (json.RawMessage, bool) {
 
 // teardown removes the container and the bridge and waits for every
 // goroutine of the sandbox. It runs under a non-cancellable context.
+//
+// Run splits it: stop (synchronous, so the result is complete and no
+// binding runs after Run returns) and teardown (in the background, tracked
+// so Close waits for it).
 func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 	defer cancel()
@@ -429,6 +433,19 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 	if err := errors.Join(errs...); err != nil {
 		log.Error("teardown incomplete; the reaper will finish it", "container_id", sb.id, "err", err)
 	}
+}
+
+// stop ends a settled run on the request path: no binding result is sent
+// after it, the bridge connection is closed and in-flight bindings have
+// returned. Killing and removing the container and the socket directory —
+// the slow part — is left to teardown. Raw output the container writes
+// after settlement is not part of the result.
+func (sb *sandbox) stop() {
+	sb.settle()
+	if sb.peer != nil {
+		sb.peer.close()
+	}
+	sb.calls.Wait()
 }
 
 // logSink collects log entries under the byte cap, in arrival order.

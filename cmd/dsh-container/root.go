@@ -88,6 +88,7 @@ host's tools through a generated SDK over a websocket bridge.`,
 		newDoctorCmd(f),
 		newGCCmd(f),
 		newVersionCmd(f),
+		newBenchCmd(f),
 	)
 	return root
 }

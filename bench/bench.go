@@ -1,0 +1,536 @@
+// Package bench measures dsh-container against its reference points in
+// one invocation, so the figures are ratios taken side by side on the same
+// (possibly noisy) machine: cold and warm-pool runs against `docker run
+// --rm` of the same image and a fresh-per-run Node worker_threads baseline,
+// the binding round trip per language, sustained throughput against the
+// daemon's own container churn, and the host process's memory.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dcontainer "github.com/docker/docker/api/types/container"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/docker"
+	"github.com/dsh-container/dsh-container/images"
+)
+
+// Options configure a benchmark invocation.
+type Options struct {
+	// Runs per latency phase (default 30).
+	Runs int
+	// Calls in the binding round-trip program (default 500).
+	Calls int
+	// Clients for the sustained phase (default 4).
+	Clients int
+	// Sustain is how long the sustained phases last (default 10s).
+	Sustain time.Duration
+	// Soak runs this many consecutive warm runs and checks nothing is left
+	// behind (0 skips).
+	Soak int
+	// Languages to measure (default both).
+	Languages []backend.Language
+	// Progress receives one line per phase (nil: silent).
+	Progress io.Writer
+}
+
+func (o *Options) defaults() {
+	if o.Runs <= 0 {
+		o.Runs = 30
+	}
+	if o.Calls <= 0 {
+		o.Calls = 500
+	}
+	if o.Clients <= 0 {
+		o.Clients = 4
+	}
+	if o.Sustain <= 0 {
+		o.Sustain = 10 * time.Second
+	}
+	if len(o.Languages) == 0 {
+		o.Languages = backend.Languages()
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+}
+
+// Dist summarises a latency distribution in milliseconds.
+type Dist struct {
+	N   int     `json:"n"`
+	P50 float64 `json:"p50Ms"`
+	P90 float64 `json:"p90Ms"`
+	P99 float64 `json:"p99Ms"`
+}
+
+func dist(d []time.Duration) Dist {
+	if len(d) == 0 {
+		return Dist{}
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	at := func(p float64) float64 {
+		return float64(s[int(p*float64(len(s)-1)+0.5)].Microseconds()) / 1000
+	}
+	return Dist{N: len(s), P50: at(0.5), P90: at(0.9), P99: at(0.99)}
+}
+
+// Report is the result of one invocation.
+type Report struct {
+	Machine   string                `json:"machine"`
+	Languages map[string]LangReport `json:"languages"`
+	// DockerRun is `docker run --rm <ts image> node -e 0`.
+	DockerRun Dist `json:"dockerRun"`
+	// WorkerThreads is a fresh Node worker thread per trivial program on
+	// the host (the in-process substrate this project replaces); zero when
+	// node is not installed.
+	WorkerThreads Dist   `json:"workerThreads"`
+	WorkerNote    string `json:"workerNote,omitempty"`
+	// Churn is the daemon's own container churn rate (create, start, wait,
+	// remove of the same image) with the same clients, per second.
+	ChurnPerSec float64 `json:"daemonChurnPerSec"`
+	// SustainedPerSec is trivial TypeScript runs per second through the
+	// warm-pool runtime with the same clients.
+	SustainedPerSec float64 `json:"sustainedRunsPerSec"`
+	// HostRSSMiB is this process's resident memory after the phases.
+	HostRSSMiB float64 `json:"hostRssMiB"`
+	HeapMiB    float64 `json:"hostHeapMiB"`
+	Soak       *Soak   `json:"soak,omitempty"`
+	Ratios     Ratios  `json:"ratios"`
+}
+
+// LangReport holds one language's phases.
+type LangReport struct {
+	Cold        Dist `json:"cold"`
+	ColdStartup Dist `json:"coldStartup"`
+	Warm        Dist `json:"warm"`
+	RoundTrip   Dist `json:"bindingRoundTrip"`
+}
+
+// Ratios are the targets of issue 7, computed from this invocation.
+type Ratios struct {
+	WarmTSOverWorker     float64 `json:"warmTsOverWorkerThreads"`
+	ColdTSOverDockerRun  float64 `json:"coldTsOverDockerRun"`
+	SustainedOverChurn   float64 `json:"sustainedOverDaemonChurn"`
+	PythonColdOverTSCold float64 `json:"pythonColdOverTsCold"`
+	PythonWarmOverTSWarm float64 `json:"pythonWarmOverTsWarm"`
+}
+
+// Soak is the outcome of many consecutive runs.
+type Soak struct {
+	Runs       int `json:"runs"`
+	Failures   int `json:"failures"`
+	LeftOver   int `json:"containersLeft"`
+	DirsLeft   int `json:"socketDirsLeft"`
+	Goroutines int `json:"goroutineGrowth"`
+}
+
+const trivialTS, trivialPy = "return 1", "return 1"
+
+func trivial(l backend.Language) string {
+	if l == backend.Python {
+		return trivialPy
+	}
+	return trivialTS
+}
+
+func roundTripProgram(l backend.Language, calls int) string {
+	if l == backend.Python {
+		return fmt.Sprintf(`import time
+out = []
+for i in range(%d):
+    t = time.perf_counter_ns()
+    await tools.noop(None)
+    out.append(time.perf_counter_ns() - t)
+return out`, calls)
+	}
+	return fmt.Sprintf(`const out: number[] = [];
+for (let i = 0; i < %d; i++) {
+  const t = process.hrtime.bigint();
+  await tools.noop(null);
+  out.push(Number(process.hrtime.bigint() - t));
+}
+return out;`, calls)
+}
+
+var noop = []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{
+	"noop": func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage("null"), nil },
+}}}
+
+// Run performs every phase against the daemon drv talks to.
+func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
+	o.defaults()
+	rep := &Report{Languages: map[string]LangReport{}, Machine: fmt.Sprintf("%d CPUs, %s/%s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)}
+	sockDir, err := os.MkdirTemp("", "dshb")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(sockDir)
+	limits := container.DefaultLimits()
+	newRT := func(l backend.Language, opts ...container.Option) (*container.Runtime, error) {
+		im, err := images.RunnerFor(l)
+		if err != nil {
+			return nil, err
+		}
+		tag := im.DefaultTag()
+		if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil || !ok {
+			return nil, images.ErrMissing(tag)
+		}
+		return container.New(drv, append([]container.Option{
+			container.WithLanguage(l), container.WithImage(tag), container.WithLimits(limits), container.WithSocketDir(sockDir),
+		}, opts...)...)
+	}
+	tsTag := images.Runners[0].DefaultTag()
+
+	for _, l := range o.Languages {
+		var lr LangReport
+		// Cold runs, alternated with `docker run --rm` for TypeScript so
+		// both see the same machine state.
+		cold, err := newRT(l)
+		if err != nil {
+			return nil, err
+		}
+		var coldD, startD, dockerD []time.Duration
+		for i := 0; i < o.Runs; i++ {
+			d, res, err := timeRun(ctx, cold, trivial(l), nil)
+			if err != nil {
+				cold.Close(ctx)
+				return nil, err
+			}
+			coldD = append(coldD, d)
+			startD = append(startD, res.Stats.Startup)
+			if l == backend.TypeScript {
+				t0 := time.Now()
+				if out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", tsTag, "node", "-e", "0").CombinedOutput(); err != nil {
+					cold.Close(ctx)
+					return nil, fmt.Errorf("docker run: %v: %s", err, out)
+				}
+				dockerD = append(dockerD, time.Since(t0))
+			}
+		}
+		cold.Close(ctx)
+		lr.Cold, lr.ColdStartup = dist(coldD), dist(startD)
+		if l == backend.TypeScript {
+			rep.DockerRun = dist(dockerD)
+		}
+		fmt.Fprintf(o.Progress, "%s cold: p50 %.1fms (startup p50 %.1fms)\n", l, lr.Cold.P50, lr.ColdStartup.P50)
+
+		// Warm runs: wait for a ready sandbox before each so every run is
+		// served warm; the pool refills between runs.
+		warm, err := newRT(l, container.WithPool(2))
+		if err != nil {
+			return nil, err
+		}
+		var warmD []time.Duration
+		for i := 0; i < o.Runs; i++ {
+			waitIdle(warm, 10*time.Second)
+			d, res, err := timeRun(ctx, warm, trivial(l), nil)
+			if err != nil {
+				warm.Close(ctx)
+				return nil, err
+			}
+			if res.Stats.Warm {
+				warmD = append(warmD, d)
+			}
+		}
+		lr.Warm = dist(warmD)
+		fmt.Fprintf(o.Progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
+
+		// Binding round trip, timed inside the program around each await.
+		_, res, err := timeRun(ctx, warm, roundTripProgram(l, o.Calls), noop)
+		warm.Close(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var ns []int64
+		if err := json.Unmarshal(res.Value, &ns); err != nil {
+			return nil, fmt.Errorf("round-trip program returned %s: %w", res.Value, err)
+		}
+		var rtt []time.Duration
+		for _, n := range ns[len(ns)/10:] { // drop warm-up
+			rtt = append(rtt, time.Duration(n))
+		}
+		lr.RoundTrip = dist(rtt)
+		fmt.Fprintf(o.Progress, "%s binding round trip: p50 %.3fms p99 %.3fms\n", l, lr.RoundTrip.P50, lr.RoundTrip.P99)
+		rep.Languages[string(l)] = lr
+	}
+
+	rep.WorkerThreads, rep.WorkerNote = workerThreads(ctx, o.Runs)
+	fmt.Fprintf(o.Progress, "node worker_threads fresh-per-run: p50 %.1fms %s\n", rep.WorkerThreads.P50, rep.WorkerNote)
+
+	// Sustained: the daemon's churn rate, then our warm-pool throughput,
+	// with the same number of clients.
+	rep.ChurnPerSec, err = churn(ctx, drv, tsTag, o.Clients, o.Sustain)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "daemon churn with %d clients: %.2f containers/s\n", o.Clients, rep.ChurnPerSec)
+	sus, err := newRT(backend.TypeScript, container.WithPool(o.Clients))
+	if err != nil {
+		return nil, err
+	}
+	waitIdle(sus, 20*time.Second)
+	rep.SustainedPerSec, err = sustained(ctx, sus, o.Clients, o.Sustain)
+	sus.Close(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(o.Progress, "sustained with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedPerSec)
+
+	if o.Soak > 0 {
+		rep.Soak, err = soak(ctx, drv, newRT, o.Soak, sockDir)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(o.Progress, "soak: %d runs, %d failures, %d containers and %d socket dirs left\n", rep.Soak.Runs, rep.Soak.Failures, rep.Soak.LeftOver, rep.Soak.DirsLeft)
+	}
+
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep.HeapMiB = float64(ms.HeapAlloc) / (1 << 20)
+	rep.HostRSSMiB = rssMiB()
+
+	ts := rep.Languages[string(backend.TypeScript)]
+	py := rep.Languages[string(backend.Python)]
+	rep.Ratios = Ratios{
+		WarmTSOverWorker:     ratio(ts.Warm.P50, rep.WorkerThreads.P50),
+		ColdTSOverDockerRun:  ratio(ts.Cold.P50, rep.DockerRun.P50),
+		SustainedOverChurn:   ratio(rep.SustainedPerSec, rep.ChurnPerSec),
+		PythonColdOverTSCold: ratio(py.Cold.P50, ts.Cold.P50),
+		PythonWarmOverTSWarm: ratio(py.Warm.P50, ts.Warm.P50),
+	}
+	return rep, nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func timeRun(ctx context.Context, rt *container.Runtime, prog string, b []backend.BindingNamespace) (time.Duration, backend.RunResult, error) {
+	t0 := time.Now()
+	res, err := rt.Run(ctx, backend.RunRequest{Program: prog, Bindings: b})
+	d := time.Since(t0)
+	if err == nil && res.Error != nil {
+		err = fmt.Errorf("benchmark program failed: %s: %s", res.Error.Kind, res.Error.Message)
+	}
+	return d, res, err
+}
+
+func waitIdle(rt *container.Runtime, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for rt.PoolIdle() == 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// workerThreads times a fresh Node worker thread per trivial program on
+// the host, in one node process, like the in-process substrate does.
+func workerThreads(ctx context.Context, runs int) (Dist, string) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return Dist{}, "node is not installed on the host"
+	}
+	script := fmt.Sprintf(`
+const { Worker } = require('node:worker_threads');
+const { performance } = require('node:perf_hooks');
+(async () => {
+  const out = [];
+  for (let i = 0; i < %d; i++) {
+    const t = performance.now();
+    await new Promise((resolve, reject) => {
+      const w = new Worker('const { parentPort } = require("node:worker_threads"); (async () => { return 1 })().then(v => parentPort.postMessage(v))', { eval: true, env: {} });
+      w.once('message', () => { w.terminate().then(resolve) });
+      w.once('error', reject);
+    });
+    out.push(performance.now() - t);
+  }
+  console.log(JSON.stringify(out));
+})();`, runs)
+	out, err := exec.CommandContext(ctx, node, "-e", script).Output()
+	if err != nil {
+		return Dist{}, "node worker_threads baseline failed: " + err.Error()
+	}
+	var msf []float64
+	if err := json.Unmarshal(out, &msf); err != nil {
+		return Dist{}, "node worker_threads baseline printed " + strings.TrimSpace(string(out))
+	}
+	var d []time.Duration
+	for _, m := range msf {
+		d = append(d, time.Duration(m*float64(time.Millisecond)))
+	}
+	v, _ := exec.Command(node, "--version").Output()
+	return dist(d), "node " + strings.TrimSpace(string(v))
+}
+
+// churn measures the daemon's container churn: create, start, wait and
+// remove a container running `true`-like `node -e 0`, with clients
+// concurrent loops, for d.
+func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d time.Duration) (float64, error) {
+	cli := drv.Client()
+	var mu sync.Mutex
+	var n int
+	var firstErr error
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				resp, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Labels: map[string]string{container.LabelPrefix + "bench": "churn"}},
+					&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
+				if err == nil {
+					wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
+					if err = cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err == nil {
+						select {
+						case <-wait:
+						case err = <-errc:
+						}
+					}
+					if rmErr := cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true}); err == nil {
+						err = rmErr
+					}
+				}
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					n++
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds(), firstErr
+}
+
+func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.Duration) (float64, error) {
+	var mu sync.Mutex
+	var n int
+	var firstErr error
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				_, _, err := timeRun(ctx, rt, trivialTS, nil)
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					n++
+				}
+				mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds(), firstErr
+}
+
+func soak(ctx context.Context, drv *docker.Driver, newRT func(backend.Language, ...container.Option) (*container.Runtime, error), runs int, sockDir string) (*Soak, error) {
+	before := runtime.NumGoroutine()
+	rt, err := newRT(backend.TypeScript, container.WithPool(2), container.WithOwner("bench-soak/"+strconv.Itoa(os.Getpid())+"/x"))
+	if err != nil {
+		return nil, err
+	}
+	s := &Soak{Runs: runs}
+	for i := 0; i < runs; i++ {
+		if _, _, err := timeRun(ctx, rt, trivialTS, noop); err != nil {
+			s.Failures++
+		}
+	}
+	if err := rt.Close(ctx); err != nil {
+		return nil, err
+	}
+	list, err := drv.List(ctx, container.LabelOwner, "bench-soak/"+strconv.Itoa(os.Getpid())+"/x")
+	if err != nil {
+		return nil, err
+	}
+	s.LeftOver = len(list)
+	entries, _ := os.ReadDir(sockDir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "run-") {
+			s.DirsLeft++
+		}
+	}
+	time.Sleep(100 * time.Millisecond)
+	s.Goroutines = runtime.NumGoroutine() - before
+	return s, nil
+}
+
+func rssMiB() float64 {
+	data, err := os.ReadFile(filepath.Join("/proc", "self", "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+// Text renders a report as a table.
+func (r *Report) Text(w io.Writer) {
+	fmt.Fprintf(w, "machine: %s\n\n", r.Machine)
+	fmt.Fprintf(w, "%-34s %10s %10s %10s %5s\n", "phase", "p50 ms", "p90 ms", "p99 ms", "n")
+	row := func(name string, d Dist) {
+		fmt.Fprintf(w, "%-34s %10.3f %10.3f %10.3f %5d\n", name, d.P50, d.P90, d.P99, d.N)
+	}
+	for _, l := range backend.Languages() {
+		lr, ok := r.Languages[string(l)]
+		if !ok {
+			continue
+		}
+		row(string(l)+" cold run", lr.Cold)
+		row(string(l)+"   of which startup", lr.ColdStartup)
+		row(string(l)+" warm-pool run", lr.Warm)
+		row(string(l)+" binding round trip", lr.RoundTrip)
+	}
+	row("docker run --rm (same image)", r.DockerRun)
+	row("node worker_threads per run", r.WorkerThreads)
+	if r.WorkerNote != "" {
+		fmt.Fprintf(w, "  (%s)\n", r.WorkerNote)
+	}
+	fmt.Fprintf(w, "\nsustained warm runs/s: %.2f   daemon churn containers/s: %.2f\n", r.SustainedPerSec, r.ChurnPerSec)
+	fmt.Fprintf(w, "host RSS: %.1f MiB, heap: %.1f MiB\n", r.HostRSSMiB, r.HeapMiB)
+	if r.Soak != nil {
+		fmt.Fprintf(w, "soak: %d runs, %d failures, %d containers left, %d socket dirs left, goroutine growth %d\n", r.Soak.Runs, r.Soak.Failures, r.Soak.LeftOver, r.Soak.DirsLeft, r.Soak.Goroutines)
+	}
+	fmt.Fprintf(w, "\nratios: warm TS / worker_threads %.2f (target ≤ 0.5); cold TS / docker run %.2f (target ≤ 1.3); sustained / churn %.2f (target ≥ 0.9)\n",
+		r.Ratios.WarmTSOverWorker, r.Ratios.ColdTSOverDockerRun, r.Ratios.SustainedOverChurn)
+	fmt.Fprintf(w, "        python cold / TS cold %.2f; python warm / TS warm %.2f\n", r.Ratios.PythonColdOverTSCold, r.Ratios.PythonWarmOverTSWarm)
+}
