@@ -24,7 +24,8 @@ Contract (wire protocol version 1, see portproto/portproto.go):
    Names that nested functions declare ``global`` are declared global in the
    wrapper too, so the usual script idiom keeps working. The code runs in a
    fresh globals dict holding only ``__builtins__``, ``__name__ =
-   "__main__"``, ``ToolCallError`` and the binding namespaces, under
+   "__main__"``, ``ToolCallError`` and the binding namespaces (a namespace
+   named like one of the first three does not replace it), under
    asyncio.run. Leading ``from __future__`` imports stay at module level,
    where they are legal. A SyntaxError (parse or compile) fails the run with
    name "SyntaxError" and a message naming the line.

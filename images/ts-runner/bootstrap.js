@@ -21,7 +21,8 @@
 //      each binding namespace becomes a null-prototype global of async
 //      functions (so `__proto__`, `constructor`, `toString` are ordinary
 //      tools) and `console`, process.stdout.write and process.stderr.write
-//      are captured as "log" frames.
+//      are captured as "log" frames. (Namespaces are installed last: one
+//      named like an existing global replaces it.)
 //   5. A binding call sends {"type":"call","id":n,"global","name","args"}
 //      (ids 1, 2, 3...) and settles when the matching "result" arrives, in
 //      any order. A failed result rejects with Error(message) whose
@@ -613,16 +614,6 @@ function cutForJSON(s, budget) {
   return s;
 }
 
-// cutUTF8 returns the longest prefix of the well-formed string s that is
-// at most max bytes of UTF-8.
-function cutUTF8(s, max) {
-  const buf = Buffer.from(s, 'utf8');
-  if (buf.length <= max) return s;
-  let end = max;
-  while (end > 0 && (buf[end] & 0xc0) === 0x80) end--;
-  return buf.subarray(0, end).toString('utf8');
-}
-
 const byteLength = (s) => Buffer.byteLength(s, 'utf8');
 
 /** doneValueFrame renders the done frame of a program that returned v. */
@@ -953,7 +944,6 @@ module.exports = {
   decodeVLQ,
   jsonText,
   cutForJSON,
-  cutUTF8,
   doneValueFrame,
   doneErrorFrame,
   HOST_TO_RUNNER,
