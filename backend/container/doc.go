@@ -1,0 +1,26 @@
+// Package container is the container runtime behind the backend seam: every
+// program runs in a fresh container used once, and reaches the host's
+// bindings only through a websocket bridge on a Unix socket in a private,
+// per-run directory that is bind-mounted read-only into the container.
+//
+// A run: validate the request; for TypeScript, strip types host-side with
+// esbuild (a syntax error is an exception and starts nothing; a source map
+// keeps stack positions on the model's own lines); take a ready sandbox
+// from the warm pool or create and start one with the hardening preset
+// (no network, read-only root, fixed non-root user, all capabilities
+// dropped, no-new-privileges, the daemon's seccomp profile, pids / memory
+// (= memory+swap) / CPU limits, private IPC, an init process, a small
+// noexec /tmp, no log driver, a fixed three-variable environment, labels
+// under one prefix); the runner says hello and receives the program;
+// bindings are invoked one at a time in the order the program issued them;
+// the run settles on done, a budget (CPU time from the container's cgroup,
+// wall time), cancellation, or the container's death (OOM-killed or not).
+// Settlement stops binding dispatch and waits for in-flight bindings before
+// Run returns; the container and the socket directory are then removed in
+// the background, under a non-cancellable context, and Close waits for
+// that. A Reap pass removes whatever a crashed process left: every
+// container and socket directory names its owner process.
+//
+// The package is generic over Driver, a flat set of container verbs;
+// package docker implements it on the Docker Engine API.
+package container
