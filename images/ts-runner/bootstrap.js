@@ -847,7 +847,15 @@ class Runner {
       for (const b of run.bindings) globalThis[b.global] = this.makeNamespace(b.global, b.functions);
       const options = { filename: PROGRAM_FILE };
       if (vm.constants && vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER) {
+        // `await import("node:fs")` works as in a module; Node flags this
+        // option as experimental, a warning the program has no use for.
         options.importModuleDynamically = vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+        const emitWarning = process.emitWarning;
+        process.emitWarning = function (warning, ...rest) {
+          const text = typeof warning === 'string' ? warning : warning && warning.message;
+          if (typeof text === 'string' && text.includes('vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) return undefined;
+          return emitWarning.call(this, warning, ...rest);
+        };
       }
       fn = vm.runInThisContext(run.program, options);
       if (typeof fn !== 'function') throw new TypeError(`the program evaluated to ${typeof fn}, not a function`);

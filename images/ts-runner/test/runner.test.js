@@ -131,6 +131,7 @@ test('top-level await, and dynamic import of Node modules', async () => {
     body: 'const v = await new Promise((r) => setTimeout(() => r(21), 20));\nconst { createHash } = await import("node:crypto");\nreturn [v * 2, createHash("sha256").update("x").digest("hex").slice(0, 8)];',
   });
   assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: [42, '2d711642'] });
+  assert.deepEqual(out.logs, []); // no ExperimentalWarning about the loader
 });
 
 test('logs of every source and level', async () => {
