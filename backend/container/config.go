@@ -47,6 +47,15 @@ type Limits struct {
 	PendingCalls int
 }
 
+// v8HeapMiB is the TypeScript runner's V8 old-space limit for a memory
+// limit: three quarters of it, leaving the rest to Node itself (code, young
+// generation, buffers). With the heap as large as the cgroup, a heap bomb
+// fills the cgroup first and the kernel keeps reclaiming Node's own
+// file-backed pages instead of killing it: the run thrashes until a time
+// budget fires. With headroom V8 fails first, within a second or two, and
+// the host reports it as oom (see sandbox.exitFailure).
+func v8HeapMiB(memoryBytes int64) int64 { return memoryBytes * 3 / 4 >> 20 }
+
 // DefaultLimits are the documented defaults.
 func DefaultLimits() Limits {
 	return Limits{

@@ -169,10 +169,9 @@ func (r *Runtime) spec(runID, sockDir string) Spec {
 	case backend.Python:
 		cmd = []string{"python3", "-I", "/opt/dsh/bootstrap.py", BridgeSocket}
 	default:
-		// V8's heap limit is set to the cgroup limit so that a memory bomb
-		// meets the kernel's OOM killer (reported as oom), not V8's own
-		// abort (which would look like any other exit).
-		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(l.MemoryBytes>>20, 10), "/opt/dsh/bootstrap.js", BridgeSocket}
+		// V8's heap limit leaves room under the cgroup limit (v8HeapMiB):
+		// a heap bomb meets V8's abort, reported as oom.
+		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(v8HeapMiB(l.MemoryBytes), 10), "/opt/dsh/bootstrap.js", BridgeSocket}
 	}
 	return Spec{
 		Name:       "dsh-" + runID,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,9 @@ type sandbox struct {
 	out     *logSink
 	readyAt time.Time
 	limits  Limits
+	// heapOOM is set when the runner printed V8's fatal heap
+	// exhaustion on stderr.
+	heapOOM atomic.Bool
 
 	// Binding calls run under callCtx, cancelled at settlement; calls
 	// tracks them so teardown can wait for quiescence. settled is set (under
@@ -135,7 +139,11 @@ func (sb *sandbox) captureStreams() {
 			for {
 				line, err := br.ReadSlice('\n')
 				if len(line) > 0 {
-					sb.out.add(backend.LogEntry{Source: src, Text: strings.ToValidUTF8(string(line), "\uFFFD")})
+					text := strings.ToValidUTF8(string(line), "\uFFFD")
+					if src == backend.SourceStderr && strings.Contains(text, v8HeapOOM) {
+						sb.heapOOM.Store(true)
+					}
+					sb.out.add(backend.LogEntry{Source: src, Text: text})
 				}
 				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 					return
@@ -206,7 +214,9 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 
 	finish := func(f *backend.Failure) backend.RunResult {
 		res.Stats.Wall = time.Since(start)
-		if cpu, err := sb.driver.CPUUsage(context.WithoutCancel(ctx), sb.id); err == nil && cpuErr == nil {
+		// A dead container's usage may read as zero: never report less
+		// than the last sample.
+		if cpu, err := sb.driver.CPUUsage(context.WithoutCancel(ctx), sb.id); err == nil && cpuErr == nil && cpu-cpu0 >= lastCPU {
 			res.Stats.CPU = cpu - cpu0
 		} else if cpuErr == nil {
 			res.Stats.CPU = lastCPU
@@ -277,7 +287,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		case <-wall.C:
 			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("wall-clock budget exceeded: the program ran for %v (limit %v)", time.Since(start).Round(time.Millisecond), l.WallTime)})
 		case st := <-sb.exit:
-			return finish(exitFailure(st, l))
+			return finish(sb.exitFailure(st))
 		case <-ctx.Done():
 			return finish(abortFailure(ctx))
 		}
@@ -339,12 +349,40 @@ func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
 	defer t.Stop()
 	select {
 	case st := <-sb.exit:
-		return exitFailure(st, sb.limits)
+		return sb.exitFailure(st)
 	case <-t.C:
 	case <-ctx.Done():
 		return abortFailure(ctx)
 	}
 	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
+}
+
+// v8HeapOOM is what V8 prints on stderr just before it aborts a runner
+// whose heap reached --max-old-space-size.
+const v8HeapOOM = "JavaScript heap out of memory"
+
+// exitFailure classifies the container's death. V8 exhausting its heap
+// (exit 134 after the message above) is a memory bomb like the kernel's
+// OOM kill and is reported as oom. The runner's stderr drains a moment
+// after the exit status arrives, so wait briefly for it.
+func (sb *sandbox) exitFailure(st ExitStatus) *backend.Failure {
+	if !st.OOMKilled && st.Code != 0 {
+		drained := make(chan struct{})
+		go func() {
+			sb.readers.Wait()
+			close(drained)
+		}()
+		t := time.NewTimer(time.Second)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+		if sb.heapOOM.Load() {
+			return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB (JavaScript heap out of memory)", sb.limits.MemoryBytes>>20)}
+		}
+	}
+	return exitFailure(st, sb.limits)
 }
 
 func exitFailure(st ExitStatus, l Limits) *backend.Failure {
