@@ -15,6 +15,7 @@ var genPool = []string{
 	"", "1", "0x1", "None", "def", "str", "list", "Any", "Literal", "self", "__private", "__dunder__",
 	"_ok", "Tools", "ToolCallError", "run_code", "tab\there", "\u2028", "nul\x00", "bad\xffutf8",
 	"```", `"""`, `ends with "`, "emoji😀", "\u202eevil", strings.Repeat("long", 40),
+	"type", "match", "case", "_", "__total__", "__annotations__", "__required_keys__", "__class__",
 }
 
 func genString(r *rand.Rand) string {

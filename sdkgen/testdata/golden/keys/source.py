@@ -68,6 +68,18 @@ AdversarialKeysArgs = TypedDict(
         "Any": str,
         # Key "key".
         "key": NotRequired[str],
+        # Key "__total__".
+        "__total__": str,
+        # Key "__annotations__".
+        "__annotations__": NotRequired[str],
+        # Key "__required_keys__".
+        "__required_keys__": str,
+        # Key "__class__".
+        "__class__": NotRequired[str],
+        # Key "case".
+        "case": str,
+        # Key "_".
+        "_": NotRequired[str],
     },
 )
 
@@ -76,6 +88,13 @@ class IdentifierKeysArgs(TypedDict):
     beta_2: NotRequired[float]
     Gamma: NotRequired[bool]
     _d: NotRequired[None]
+    type: NotRequired[str]
+    match: NotRequired[str]
+    case: NotRequired[str]
+    _: NotRequired[str]
+    str: int
+    list: NotRequired[str]
+    ToolCallError: NotRequired[str]
 
 class NestedKeysArgsMyKey(TypedDict):
     v: NotRequired[str]

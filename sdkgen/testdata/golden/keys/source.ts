@@ -61,6 +61,18 @@ declare const tools: {
     Any: string;
     /** Key "key". */
     key?: string;
+    /** Key "__total__". */
+    __total__: string;
+    /** Key "__annotations__". */
+    __annotations__?: string;
+    /** Key "__required_keys__". */
+    __required_keys__: string;
+    /** Key "__class__". */
+    __class__?: string;
+    /** Key "case". */
+    case: string;
+    /** Key "_". */
+    _?: string;
   }) => Promise<string>;
   /** Keys that are all plain identifiers. */
   "identifier_keys": (args: {
@@ -68,6 +80,13 @@ declare const tools: {
     beta_2?: number;
     Gamma?: boolean;
     _d?: null;
+    type?: string;
+    match?: string;
+    case?: string;
+    _?: string;
+    str: number;
+    list?: string;
+    ToolCallError?: string;
   }) => Promise<string>;
   /** Nested records named from adversarial keys. */
   "nested_keys": (args: {

@@ -41,6 +41,10 @@ class Tools:
         """Tool named "Tools"."""
         ...
 
+    async def _(self, args: dict[str, Any]) -> str:
+        """Tool named "_"."""
+        ...
+
     # tools["__init__"](args: dict[str, Any]) -> str
     #     Tool named "__init__".
 
@@ -72,6 +76,10 @@ class Tools:
 
     # tools["café"](args: dict[str, Any]) -> str
     #     Tool named "café".
+
+    async def case(self, args: dict[str, Any]) -> str:
+        """Tool named "case"."""
+        ...
 
     # tools["class"](args: dict[str, Any]) -> str
     #     Tool named "class".
@@ -108,6 +116,10 @@ class Tools:
     # tools["new\nline"](args: dict[str, Any]) -> str
     #     Tool named "new\nline".
 
+    async def print(self, args: dict[str, Any]) -> str:
+        """Tool named "print"."""
+        ...
+
     # tools["quote\"d"](args: dict[str, Any]) -> str
     #     Tool named "quote\"d".
 
@@ -134,6 +146,10 @@ class Tools:
 
     async def tools(self, args: dict[str, Any]) -> str:
         """Tool named "tools"."""
+        ...
+
+    async def type(self, args: dict[str, Any]) -> str:
+        """Tool named "type"."""
         ...
 
     async def valueOf(self, args: dict[str, Any]) -> str:

@@ -19,6 +19,8 @@ declare const tools: {
   "ToolCallError": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "Tools". */
   "Tools": (args: { [key: string]: unknown }) => Promise<string>;
+  /** Tool named "_". */
+  "_": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "__init__". */
   "__init__": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "__private". */
@@ -39,6 +41,8 @@ declare const tools: {
   "back\\slash": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "café". */
   "café": (args: { [key: string]: unknown }) => Promise<string>;
+  /** Tool named "case". */
+  "case": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "class". */
   "class": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "constructor". */
@@ -61,6 +65,8 @@ declare const tools: {
   "my-tool": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "new\nline". */
   "new\nline": (args: { [key: string]: unknown }) => Promise<string>;
+  /** Tool named "print". */
+  "print": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "quote\"d". */
   "quote\"d": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "self". */
@@ -77,6 +83,8 @@ declare const tools: {
   "toString": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "tools". */
   "tools": (args: { [key: string]: unknown }) => Promise<string>;
+  /** Tool named "type". */
+  "type": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "valueOf". */
   "valueOf": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "with space". */
