@@ -6,9 +6,10 @@
 //
 // Rendering is pure, total and deterministic. Any bytes are accepted as a
 // schema: what is not understood ($ref, patternProperties, tuple items,
-// boolean schemas, allOf, malformed values such as "type": 5, invalid JSON)
+// boolean schemas, malformed values such as "type": 5, invalid JSON)
 // degrades to unknown (TypeScript) or Any (Python), never to an error or to
-// text that does not compile. Tools are shown in byte-wise lexicographic
+// text that does not compile. Keywords that only narrow a type (allOf, not,
+// formats, bounds, patterns) are ignored, which widens the type. Tools are shown in byte-wise lexicographic
 // order of their names whatever the input order; ReservedTool is never
 // shown; of several tools sharing a name only the first by (name,
 // description, schema bytes) is kept; invalid UTF-8 in names and text is
