@@ -1,0 +1,166 @@
+package container
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// reapDriver is the fake driver with creation times, so grace periods can
+// be tested.
+type reapDriver struct {
+	*fakeDriver
+	created map[string]time.Time
+}
+
+func (d *reapDriver) List(ctx context.Context, label, value string) ([]ContainerInfo, error) {
+	list, err := d.fakeDriver.List(ctx, label, value)
+	for i := range list {
+		list[i].Created = d.created[list[i].ID]
+	}
+	return list, err
+}
+
+func (d *reapDriver) add(t *testing.T, owner, sockDir string, age time.Duration) string {
+	t.Helper()
+	id, err := d.Create(context.Background(), Spec{Labels: map[string]string{
+		LabelManaged: "true", LabelOwner: owner, LabelSockDir: sockDir,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.created[id] = time.Now().Add(-age)
+	return id
+}
+
+func (d *reapDriver) ids() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for id := range d.containers {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestReap(t *testing.T) {
+	host, _ := os.Hostname()
+	pid := os.Getpid()
+	live := defaultOwner()
+	// The same pid with another start time: the pid was reused, the owner
+	// is dead.
+	dead := fmt.Sprintf("%s/%d/%s", host, pid, "1")
+	hour := time.Hour
+
+	base, err := os.MkdirTemp("", "dshr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	mkdir := func(name string, age time.Duration) string {
+		p := filepath.Join(base, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		then := time.Now().Add(-age)
+		if err := os.Chtimes(p, then, then); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	liveDir := mkdir(fmt.Sprintf("run-%d.%s-live", pid, selfStart), hour)
+	deadDir := mkdir(fmt.Sprintf("run-%d.1-dead", pid), hour)
+	deadFresh := mkdir(fmt.Sprintf("run-%d.1-fresh", pid), 0)
+	orphan := mkdir(fmt.Sprintf("run-%d.1-orphan", pid), hour) // no container
+	notOurs := mkdir("something-else", hour)
+	garbled := mkdir("run-garbled", hour)
+
+	d := &reapDriver{fakeDriver: newFakeDriver(t, nil), created: map[string]time.Time{}}
+	liveID := d.add(t, live, liveDir, hour)
+	deadID := d.add(t, dead, deadDir, hour)
+	deadYoung := d.add(t, dead, "", 0)
+	otherHost := d.add(t, "elsewhere.invalid/1/1", "", hour)
+	foreign := d.add(t, host+"/e2e-42-typescript-1", "", hour) // set by WithOwner: cannot be judged
+	noOwner := d.add(t, "", "", hour)
+
+	// With a grace period, only old leftovers of dead owners go.
+	rep, err := Reap(context.Background(), d, ReapOptions{SocketDir: base, Grace: 30 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Containers, []string{deadID}) {
+		t.Fatalf("reaped containers %v, want only the dead owner's %s", rep.Containers, deadID)
+	}
+	slices.Sort(rep.SocketDirs)
+	want := []string{deadDir, garbled, orphan}
+	slices.Sort(want)
+	if !slices.Equal(rep.SocketDirs, want) {
+		t.Fatalf("reaped socket dirs %v, want %v", rep.SocketDirs, want)
+	}
+	wantIDs := []string{liveID, deadYoung, otherHost, foreign}
+	if noOwner != "" {
+		// An empty owner label cannot be judged either.
+		wantIDs = append(wantIDs, noOwner)
+	}
+	slices.Sort(wantIDs)
+	if got := d.ids(); !slices.Equal(got, wantIDs) {
+		t.Fatalf("containers left %v, want %v", got, wantIDs)
+	}
+	for _, p := range []string{liveDir, deadFresh, notOurs} {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("%s removed: %v", p, err)
+		}
+	}
+
+	// Without one, the young leftovers go too; the live, foreign and
+	// other-host ones stay.
+	rep, err = Reap(context.Background(), d, ReapOptions{SocketDir: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rep.Containers, []string{deadYoung}) || !slices.Equal(rep.SocketDirs, []string{deadFresh}) {
+		t.Fatalf("second reap: %+v", rep)
+	}
+	wantIDs = slices.DeleteFunc(wantIDs, func(id string) bool { return id == deadYoung })
+	if got := d.ids(); !slices.Equal(got, wantIDs) {
+		t.Fatalf("containers left %v, want %v", got, wantIDs)
+	}
+	entries, _ := os.ReadDir(base)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{filepath.Base(liveDir), "something-else"}) {
+		t.Fatalf("socket dirs left %v", names)
+	}
+}
+
+func TestReapMissingSocketDir(t *testing.T) {
+	d := &reapDriver{fakeDriver: newFakeDriver(t, nil), created: map[string]time.Time{}}
+	rep, err := Reap(context.Background(), d, ReapOptions{SocketDir: filepath.Join(os.TempDir(), "dsh-no-such-dir-for-reap")})
+	if err != nil || len(rep.Containers)+len(rep.SocketDirs) != 0 {
+		t.Fatalf("reap over nothing: %+v, %v", rep, err)
+	}
+}
+
+func TestOwnerLive(t *testing.T) {
+	host, _ := os.Hostname()
+	for owner, want := range map[string]bool{
+		defaultOwner(): true,
+		fmt.Sprintf("%s/%d/1", host, os.Getpid()): false, // pid reused
+		fmt.Sprintf("%s/%d/%s", host, 1<<30, "5"): false, // no such pid
+		"other.invalid/1/1":                       true,  // cannot judge another host
+		host + "/e2e-1":                           true,  // not our format
+		host + "/x/1":                             true,
+		"":                                        true,
+	} {
+		if got := ownerLive(owner); got != want {
+			t.Errorf("ownerLive(%q) = %v, want %v", owner, got, want)
+		}
+	}
+}
