@@ -61,12 +61,10 @@ func runSDK(_ context.Context, f *factory, opts *sdkOptions) error {
 	for _, t := range m.Tools {
 		tools = append(tools, sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
 	}
-	render := map[[2]string]func([]sdkgen.Tool) string{
-		{string(backend.TypeScript), "prompt"}: sdkgen.TypeScriptPrompt,
-		{string(backend.TypeScript), "source"}: sdkgen.TypeScriptSource,
-		{string(backend.Python), "prompt"}:     sdkgen.PythonPrompt,
-		{string(backend.Python), "source"}:     sdkgen.PythonSource,
-	}[[2]string{string(lang), opts.Format}]
-	_, err = io.WriteString(f.stdout, render(tools))
+	text, err := sdkgen.Render(sdkgen.Language(lang), sdkgen.Format(opts.Format), tools)
+	if err != nil {
+		return usageError{err}
+	}
+	_, err = io.WriteString(f.stdout, text)
 	return err
 }
