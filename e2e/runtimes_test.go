@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
+)
+
+// runtimeSubset names the conformance scenarios that run under every OCI
+// runtime the daemon has: capture, a tool call round trip, the network and
+// filesystem checks, and the compute budget (cgroup metering).
+var runtimeSubset = []string{
+	"value and log capture",
+	"binding round trip with arguments and a structured value",
+	"no network: no interface but loopback, TCP, DNS and HTTP fail",
+	"root is read-only, /tmp is writable but not executable, uid is not 0",
+	"compute timeout on a hot loop",
+}
+
+// TestOCIRuntimes runs the subset under runc, crun and runsc (gVisor). A
+// runtime the daemon lacks is skipped with the reason logged; so is one
+// the daemon has but that cannot create a container on this host (the
+// daemon's error is logged verbatim).
+//
+//	go test -count=1 -run TestOCIRuntimes -v ./e2e/
+func TestOCIRuntimes(t *testing.T) {
+	info, err := cli.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]scenario{}
+	for _, sc := range scenarios {
+		byName[sc.name] = sc
+	}
+	for _, name := range []string{"runc", "crun", "runsc"} {
+		t.Run(name, func(t *testing.T) {
+			rt, found := info.Runtimes[name]
+			if !found {
+				t.Skipf("the daemon has no %q runtime (it has %v); .ci/run registers Debian's crun and runsc when it can", name, keys(info.Runtimes))
+			}
+			if name == "runsc" {
+				args := strings.Join(rt.Args, " ")
+				if !strings.Contains(args, "--host-uds=open") || !strings.Contains(args, "--network=none") {
+					t.Skipf("runsc is registered with args %q; the bridge needs --host-uds=open and isolation --network=none", args)
+				}
+			}
+			for _, lang := range langs {
+				t.Run(string(lang), func(t *testing.T) {
+					// Probe: a runtime can be registered and still unable to
+					// create containers here.
+					probe := newEnv(t, lang, nil, container.WithOCIRuntime(name))
+					res, err := probe.rt.Run(context.Background(), backend.RunRequest{Program: "return 1"})
+					if err != nil {
+						t.Skipf("runtime %s is registered but cannot run a container on this host: %v", name, err)
+					}
+					wantValue(t, res, "1")
+					for _, scName := range runtimeSubset {
+						sc, found := byName[scName]
+						if !found {
+							t.Fatalf("scenario %q is gone from the conformance suite", scName)
+						}
+						prog, found := sc.programs[lang]
+						if !found {
+							continue
+						}
+						t.Run(sc.name, func(t *testing.T) {
+							e := newEnv(t, lang, sc.limits, container.WithOCIRuntime(name))
+							var b []backend.BindingNamespace
+							if sc.bindings != nil {
+								b = sc.bindings(t)
+							}
+							res := e.run(t, prog, b...)
+							sc.check(t, lang, res)
+							t.Logf("RUNTIME %s %s %q: ok (startup %v, wall %v, cpu %v)", name, lang, sc.name, res.Stats.Startup, res.Stats.Wall, res.Stats.CPU)
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
