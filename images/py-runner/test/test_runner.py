@@ -107,7 +107,8 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
 def hosts(*runs):
     """Run several hosts concurrently: each argument is a dict of host()'s
     keyword arguments (program included)."""
-    with ThreadPoolExecutor(len(runs)) as pool:
+    # A few at a time: more only thrashes a small machine.
+    with ThreadPoolExecutor(max(2, min(6, 2 * (os.cpu_count() or 1), len(runs)))) as pool:
         return list(pool.map(lambda kw: host(**kw), runs))
 
 

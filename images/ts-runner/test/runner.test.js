@@ -4,7 +4,7 @@
 // (direction runner-to-host). Run: node --test images/ts-runner/test/
 'use strict';
 
-const test = require('node:test');
+const { describe, test } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -22,6 +22,20 @@ const TOOLS = ['search', 'fail', 'echo', '__proto__', 'constructor', 'toString',
 // wrap turns a program body into what the host sends: the body of an async
 // arrow function, one line below the wrapper's head (as prepare.go does).
 const wrap = (body) => `(async () => {\n${body}\n})`;
+
+// At most this many runner processes at a time, across concurrent tests:
+// more only thrashes a small machine.
+const MAX_CHILDREN = Math.max(2, Math.min(6, os.availableParallelism() * 2));
+let children = 0;
+const waiting = [];
+async function acquireChild() {
+  if (children >= MAX_CHILDREN) await new Promise((resolve) => waiting.push(resolve));
+  children++;
+}
+function releaseChild() {
+  children--;
+  if (waiting.length) waiting.shift()();
+}
 
 // A default tool implementation: echo returns its args, fail rejects,
 // search returns a structured value.
@@ -86,6 +100,7 @@ async function host(opts) {
       }
     });
   });
+  await acquireChild();
   const child = spawn(process.execPath, [BOOTSTRAP, opts.socket || sock], {
     env: { PATH: process.env.PATH || '/usr/bin:/bin', HOME: os.tmpdir(), LANG: 'C.UTF-8' },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -94,6 +109,7 @@ async function host(opts) {
   child.stderr.on('data', (d) => { out.stderr += d; });
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs || 60000);
   out.exitCode = await new Promise((resolve) => child.on('exit', (code, signal) => resolve(signal || code)));
+  releaseChild();
   clearTimeout(timer);
   for (const c of wss.clients) c.terminate();
   await new Promise((resolve) => wss.close(resolve));
@@ -113,367 +129,370 @@ function ok(out) {
   return out.done;
 }
 
-test('hello, then a JSON value', async () => {
-  const out = await host({ body: 'return { a: [1, "two", true, null], n: 1.5, s: "é😀" };' });
-  assert.deepEqual(out.hello, { type: 'hello', version: 1, language: 'typescript', runner: 'dsh-ts-runner/1' });
-  assert.equal(out.frames[0], '{"type":"hello","version":1,"language":"typescript","runner":"dsh-ts-runner/1"}');
-  assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: { a: [1, 'two', true, null], n: 1.5, s: 'é😀' } });
-});
-
-test('no value, null value, a warm-pool wait before the run frame', async () => {
-  const [none, nul] = await Promise.all([host({ body: 'const x = 1;', runDelayMs: 300 }), host({ body: 'return null;' })]);
-  assert.deepEqual(ok(none), { type: 'done', ok: true });
-  assert.deepEqual(ok(nul), { type: 'done', ok: true, valueKind: 'json', value: null });
-});
-
-test('top-level await, and dynamic import of Node modules', async () => {
-  const out = await host({
-    body: 'const v = await new Promise((r) => setTimeout(() => r(21), 20));\nconst { createHash } = await import("node:crypto");\nreturn [v * 2, createHash("sha256").update("x").digest("hex").slice(0, 8)];',
+// The runs are independent processes: run the tests side by side.
+describe('runner', { concurrency: 4 }, () => {
+  test('hello, then a JSON value', async () => {
+    const out = await host({ body: 'return { a: [1, "two", true, null], n: 1.5, s: "é😀" };' });
+    assert.deepEqual(out.hello, { type: 'hello', version: 1, language: 'typescript', runner: 'dsh-ts-runner/1' });
+    assert.equal(out.frames[0], '{"type":"hello","version":1,"language":"typescript","runner":"dsh-ts-runner/1"}');
+    assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: { a: [1, 'two', true, null], n: 1.5, s: 'é😀' } });
   });
-  assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: [42, '2d711642'] });
-  assert.deepEqual(out.logs, []); // no ExperimentalWarning about the loader
-});
 
-test('logs of every source and level', async () => {
-  const out = await host({
-    body: [
-      'console.log("log", 1, { a: 1 });',
-      'console.info("info %s", "x");',
-      'console.warn("warn");',
-      'console.error(new Error("shown").message);',
-      'console.debug("debug");',
-      'console.trace("traced");',
-      'console.dir({ deep: { er: { est: 1 } } }, { depth: 0 });',
-      'console.log();',
-      'process.stdout.write("raw out\\n");',
-      'process.stderr.write(Buffer.from("raw err"));',
-      'process.stdout.write("");',
-      'console.group("g"); console.log("inside"); console.groupEnd();',
-      'console.assert(1 === 2, "nope");',
-      'console.table([{ a: 1 }]);',
-    ].join('\n'),
+  test('no value, null value, a warm-pool wait before the run frame', async () => {
+    const [none, nul] = await Promise.all([host({ body: 'const x = 1;', runDelayMs: 300 }), host({ body: 'return null;' })]);
+    assert.deepEqual(ok(none), { type: 'done', ok: true });
+    assert.deepEqual(ok(nul), { type: 'done', ok: true, valueKind: 'json', value: null });
   });
-  ok(out);
-  const logs = out.logs.map(({ type, ...rest }) => rest);
-  const trace = logs.find((l) => l.text.startsWith('Trace: traced'));
-  assert.deepEqual(trace && trace.level, 'debug');
-  assert.match(trace.text, /^Trace: traced\n {4}at program\.ts:7:9$/);
-  assert.deepEqual(logs.filter((l) => l !== trace && l.text !== undefined && !l.text.includes('┌')), [
-    { source: 'console', level: 'log', text: 'log 1 { a: 1 }' },
-    { source: 'console', level: 'info', text: 'info x' },
-    { source: 'console', level: 'warn', text: 'warn' },
-    { source: 'console', level: 'error', text: 'shown' },
-    { source: 'console', level: 'debug', text: 'debug' },
-    { source: 'console', level: 'log', text: '{ deep: [Object] }' },
-    { source: 'console', level: 'log', text: '' },
-    { source: 'stdout', text: 'raw out\n' },
-    { source: 'stderr', text: 'raw err' },
-    { source: 'console', level: 'log', text: 'g' },
-    { source: 'console', level: 'log', text: '  inside' },
-    { source: 'console', level: 'error', text: 'Assertion failed: nope' },
-  ]);
-  assert.ok(logs.some((l) => l.level === 'log' && l.text.includes('┌')), 'console.table output');
-});
 
-test('a tool call round trip with structured args and value', async () => {
-  const out = await host({ body: 'const r = await tools.search({ q: "x", n: [1, 2], nested: { ok: true } });\nreturn r;' });
-  const done = ok(out);
-  assert.deepEqual(out.calls, [{ type: 'call', id: 1, global: 'tools', name: 'search', args: { q: 'x', n: [1, 2], nested: { ok: true } } }]);
-  assert.deepEqual(done.value, { hits: [{ id: 1, title: 'one' }, { id: 2, title: 'twö' }], query: { q: 'x', n: [1, 2], nested: { ok: true } } });
-});
-
-test('undefined args cross as null; the namespace is null-prototype with odd names as members', async () => {
-  const out = await host({
-    body: [
-      'const a = await tools.echo();',
-      'const b = await tools["__proto__"](1);',
-      'const c = await tools.constructor({ x: 2 });',
-      'const d = await tools.toString("s");',
-      'const e = await tools["my-tool"]([3]);',
-      'return { a, b, c, d, e, proto: Object.getPrototypeOf(tools) === null, keys: Object.keys(tools),',
-      '  isAsync: tools.echo.constructor.name, name: tools["my-tool"].name };',
-    ].join('\n'),
-  });
-  const done = ok(out);
-  assert.deepEqual(out.calls.map((c) => [c.id, c.name, c.args]), [[1, 'echo', null], [2, '__proto__', 1], [3, 'constructor', { x: 2 }], [4, 'toString', 's'], [5, 'my-tool', [3]]]);
-  assert.deepEqual(done.value, {
-    a: { name: 'echo', args: null },
-    b: { name: '__proto__', args: 1 },
-    c: { name: 'constructor', args: { x: 2 } },
-    d: { name: 'toString', args: 's' },
-    e: { name: 'my-tool', args: [3] },
-    proto: true,
-    keys: TOOLS,
-    isAsync: 'AsyncFunction',
-    name: 'my-tool',
-  });
-});
-
-test('a rejected call is an Error with toolName, caught by the program', async () => {
-  const out = await host({
-    body: [
-      'try {',
-      '  await tools.fail({ why: 1 });',
-      '} catch (e) {',
-      '  return { isError: e instanceof Error, message: e.message, toolName: e.toolName, stack: e.stack };',
-      '}',
-    ].join('\n'),
-  });
-  const { value } = ok(out);
-  assert.equal(value.isError, true);
-  assert.equal(value.message, 'no luck with {"why":1}');
-  assert.equal(value.toolName, 'fail');
-  // The stack points at the call site (body line 2 is line 3 of the wrapped text: no source map here).
-  assert.equal(value.stack, 'Error: no luck with {"why":1}\n    at program.ts:3:15');
-});
-
-test('an uncaught rejected call fails the run', async () => {
-  const out = await host({ body: 'await tools.fail(null);\nreturn 1;' });
-  assert.deepEqual(ok(out), {
-    type: 'done', ok: false, error: { name: 'Error', message: 'no luck with null', stack: 'Error: no luck with null\n    at program.ts:2:13' },
-  });
-});
-
-test('Promise.all with results in reverse order', async () => {
-  const held = [];
-  const out = await host({
-    body: [
-      'const names = ["a", "b", "c", "d"];',
-      'const r = await Promise.all(names.map((n, i) => tools.echo({ n, i })));',
-      'return r.map((x) => x.n).join("");',
-    ].join('\n'),
-    onCall(call, reply) {
-      held.push([call, reply]);
-      if (held.length === 4) {
-        for (const [c, rep] of held.reverse()) rep({ ok: true, value: c.args });
-        held.length = 0;
-      }
-    },
-  });
-  const done = ok(out);
-  assert.deepEqual(out.calls.map((c) => c.id), [1, 2, 3, 4]);
-  assert.deepEqual(out.calls.map((c) => c.args.n), ['a', 'b', 'c', 'd']);
-  // Each call resolved with its own result despite the order.
-  assert.deepEqual(done, { type: 'done', ok: true, valueKind: 'json', value: 'abcd' });
-});
-
-test('arguments that are not JSON reject locally with TypeError; nothing is sent', async () => {
-  const out = await host({
-    limits: { ...LIMITS, maxFrameBytes: 4096 },
-    body: [
-      'const errs = [];',
-      'for (const bad of [10n, () => 1, Symbol("s"), "x".repeat(5000)]) {',
-      '  try { await tools.echo(bad); errs.push("sent"); } catch (e) { errs.push(e.constructor.name); }',
-      '}',
-      'const cyc = {}; cyc.cyc = cyc;',
-      'try { await tools.echo(cyc); } catch (e) { errs.push(e.constructor.name + ": " + e.message.split(":")[0]); }',
-      'errs.push((await tools.echo("after")).args);',
-      'return errs;',
-    ].join('\n'),
-  });
-  const done = ok(out);
-  assert.deepEqual(done.value, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError: tools.echo', 'after']);
-  assert.deepEqual(out.calls.map((c) => [c.id, c.args]), [[1, 'after']]);
-});
-
-// --- source maps: a hand-written map of a type-stripped program.
-
-const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
-function vlq(v) {
-  let u = v < 0 ? (-v << 1) | 1 : v << 1;
-  let s = '';
-  do {
-    let d = u & 31;
-    u >>>= 5;
-    if (u > 0) d |= 32;
-    s += B64[d];
-  } while (u > 0);
-  return s;
-}
-
-// sourceMap encodes segments [genLine, genCol, origLine, origCol] (0-based).
-function sourceMap(segments) {
-  const byLine = [];
-  for (const [gl, gc, ol, oc] of segments) (byLine[gl] ||= []).push([gc, ol, oc]);
-  let prevOl = 0;
-  let prevOc = 0;
-  const lines = [];
-  for (let gl = 0; gl < byLine.length; gl++) {
-    let prevGc = 0;
-    lines.push((byLine[gl] || []).sort((a, b) => a[0] - b[0]).map(([gc, ol, oc]) => {
-      const seg = vlq(gc - prevGc) + vlq(0) + vlq(ol - prevOl) + vlq(oc - prevOc);
-      prevGc = gc;
-      prevOl = ol;
-      prevOc = oc;
-      return seg;
-    }).join(','));
-  }
-  return JSON.stringify({ version: 3, sources: ['program.ts'], names: [], mappings: lines.join(';') });
-}
-
-test('stack traces name the original line through the source map', async () => {
-  // The model wrote (1-based lines):
-  //   1 // the model's program
-  //   2
-  //   3 type Hit = { n: number };
-  //   4
-  //   5 const hit: Hit = { n: 1 };
-  //   6 console.log(new Error("logged").stack);
-  //   7 function boom(h: Hit): never {
-  //   8   throw new Error("boom " + h.n);
-  //   9 }
-  //  10 boom(hit);
-  // The host stripped the types, dropped the blank and type-only lines and
-  // wrapped the body; the map sends each generated line back.
-  const program = [
-    '(async () => {',
-    'const hit = { n: 1 };',
-    'console.log(new Error("logged").stack);',
-    'function boom(h) {',
-    '  throw new Error("boom " + h.n);',
-    '}',
-    'boom(hit);',
-    '})',
-  ].join('\n');
-  const map = sourceMap([
-    [1, 0, 4, 0],
-    [2, 0, 5, 0], [2, 12, 5, 12],
-    [3, 0, 6, 0],
-    [4, 2, 7, 2], [4, 8, 7, 8],
-    [5, 0, 8, 0],
-    [6, 0, 9, 0],
-  ]);
-  const out = await host({ program, sourceMap: map });
-  const done = ok(out);
-  assert.deepEqual(out.logs.map((l) => l.text), ['Error: logged\n    at program.ts:6:13']);
-  assert.equal(done.ok, false);
-  assert.deepEqual(done.error, {
-    name: 'Error',
-    message: 'boom 1',
-    stack: 'Error: boom 1\n    at boom (program.ts:8:9)\n    at program.ts:10:1',
-  });
-  assert.doesNotMatch(done.error.stack, /bootstrap|node:/);
-});
-
-test('without a source map, positions are those of the program text', async () => {
-  const out = await host({ body: 'null.x;' });
-  const done = ok(out);
-  assert.equal(done.error.name, 'TypeError');
-  assert.match(done.error.message, /Cannot read properties of null/);
-  assert.match(done.error.stack, /^TypeError: Cannot read properties of null \(reading 'x'\)\n {4}at program\.ts:2:6$/);
-});
-
-test('thrown non-Errors, unhandled rejections and uncaught exceptions fail the run', async () => {
-  const outs = await Promise.all([
-    host({ body: 'throw { code: 7 };' }),
-    host({ body: 'Promise.reject(new RangeError("late"));\nawait new Promise((r) => setTimeout(r, 200));\nreturn 1;' }),
-    host({ body: 'setTimeout(() => { throw new SyntaxError("in a timer"); }, 5);\nawait new Promise((r) => setTimeout(r, 200));' }),
-    host({ program: '(async () => {\n  let = ;\n})' }),
-    host({ program: '42' }),
-  ]);
-  const [obj, rej, unc, syntax, notFn] = outs.map((o) => ok(o).error);
-  assert.deepEqual(obj, { name: 'Uncaught', message: '{ code: 7 }' });
-  assert.deepEqual([rej.name, rej.message], ['RangeError', 'late']);
-  assert.match(rej.stack, /^RangeError: late\n {4}at program\.ts:2:16$/);
-  assert.deepEqual([unc.name, unc.message], ['SyntaxError', 'in a timer']);
-  assert.equal(syntax.name, 'SyntaxError');
-  assert.deepEqual([notFn.name, notFn.message], ['TypeError', 'the program evaluated to number, not a function']);
-});
-
-test('values that are not JSON cross as their inspect rendering', async () => {
-  // (doneValueFrame's unit test covers more kinds of values.)
-  const cases = [
-    ['return new Map([["a", 1]]);', "Map(1) { 'a' => 1 }"],
-    ['class P { constructor() { this.x = 1; } }\nreturn new P();', 'P { x: 1 }'],
-    ['const c = { a: 1, n: NaN }; c.self = c;\nreturn c;', '<ref *1> { a: 1, n: NaN, self: [Circular *1] }'],
-  ];
-  const outs = await Promise.all(cases.map(([body]) => host({ body })));
-  cases.forEach(([body, want], i) => assert.deepEqual(ok(outs[i]), { type: 'done', ok: true, valueKind: 'inspect', value: want }, body));
-});
-
-test('a value over maxValueBytes is truncated', async () => {
-  const limits = { ...LIMITS, maxValueBytes: 1000 };
-  const [big, small] = await Promise.all([host({ limits, body: 'return "é".repeat(3000);' }), host({ limits, body: 'return "é".repeat(100);' })]);
-  const done = ok(big);
-  assert.equal(done.truncated, true);
-  assert.equal(done.valueKind, 'json');
-  assert.ok(Buffer.byteLength(JSON.stringify(done.value)) <= 1000);
-  assert.equal(done.value, '"' + 'é'.repeat(498));
-  assert.deepEqual(ok(small), { type: 'done', ok: true, valueKind: 'json', value: 'é'.repeat(100) });
-});
-
-test('logs stop once their total crosses maxLogBytes; a long entry is cut to the frame', async () => {
-  const limits = { maxLogBytes: 100, maxValueBytes: 1000, maxFrameBytes: 4096 };
-  const [out, long] = await Promise.all([
-    host({ limits, body: 'for (let i = 0; i < 50; i++) console.log("line " + String(i).padStart(3, "0") + " ".repeat(20));\nreturn "finished";' }),
-    host({ limits: { ...limits, maxLogBytes: 1 << 20 }, body: 'console.log("y".repeat(10000));\nprocess.stdout.write("\\n".repeat(5000));' }),
-  ]);
-  const done = ok(out);
-  assert.equal(done.value, 'finished');
-  // 28 bytes each: the 4th entry crosses 100 and is the last one sent.
-  assert.deepEqual(out.logs.map((l) => l.text.slice(0, 8)), ['line 000', 'line 001', 'line 002', 'line 003']);
-  ok(long);
-  assert.equal(long.logs.length, 2);
-  for (const f of long.frames) assert.ok(Buffer.byteLength(f) <= 4096, `${Buffer.byteLength(f)}`);
-  assert.match(long.logs[0].text, /^y{4000,}$/);
-  assert.match(long.logs[1].text, /^\n{1000,}$/);
-});
-
-// --- protocol violations and the transport
-
-const RUN = (body) => JSON.stringify({ type: 'run', version: 1, program: wrap(body), bindings: [{ global: 'tools', functions: ['echo'] }], limits: LIMITS });
-
-test('protocol violations exit 71', async () => {
-  const hang = 'await new Promise((r) => setTimeout(r, 5000));';
-  // answer sends the run frame, then answers each call with make(call).
-  const answer = (body, make) => (ws) => {
-    ws.send(RUN(body));
-    ws.on('message', (d) => {
-      const m = JSON.parse(d);
-      if (m.type === 'call') for (const r of make(m)) ws.send(JSON.stringify(r));
+  test('top-level await, and dynamic import of Node modules', async () => {
+    const out = await host({
+      body: 'const v = await new Promise((r) => setTimeout(() => r(21), 20));\nconst { createHash } = await import("node:crypto");\nreturn [v * 2, createHash("sha256").update("x").digest("hex").slice(0, 8)];',
     });
-  };
-  const cases = [
-    ['a result for an id not in flight', /id 2, which is not in flight/,
-      answer(`await tools.echo(1);\n${hang}`, (m) => [{ type: 'result', id: m.id + 1, ok: true, value: 1 }])],
-    ['a result settled twice', /id 1, which is not in flight/,
-      answer(`await tools.echo(1);\n${hang}`, (m) => [{ type: 'result', id: m.id, ok: true, value: 1 }, { type: 'result', id: m.id, ok: true, value: 1 }])],
-    ['an ok result without a value', /ok result needs a value/,
-      answer('await tools.echo(1);', (m) => [{ type: 'result', id: m.id, ok: true }])],
-    ['a failed result with a value', /carries a message, not a value/,
-      answer('await tools.echo(1);', (m) => [{ type: 'result', id: m.id, ok: false, value: 1, message: 'm' }])],
-    ['a result before the run frame', /before the run frame/, (ws) => ws.send('{"type":"result","id":1,"ok":true,"value":1}')],
-    ['a second run frame', /a second run frame/, (ws) => { ws.send(RUN(hang)); ws.send(RUN('')); }],
-    ['a run frame of another version', /bad-version/, (ws) => ws.send(JSON.stringify({ type: 'run', version: 2, program: '', bindings: [], limits: LIMITS }))],
-    ['junk', /not-json/, (ws) => ws.send('not json')],
-    ['a binary frame', /binary frame/, (ws) => ws.send(Buffer.from(RUN('return 1;')), { binary: true })],
-    ['invalid UTF-8', /not-utf8/, (ws) => ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false })],
-    ['a runner-side message', /bad-type/, (ws) => ws.send('{"type":"call","id":1,"global":"tools","name":"a","args":{}}')],
-  ];
-  const outs = await Promise.all(cases.map(([, , onHello]) => host({ body: 'return 1;', onHello })));
-  cases.forEach(([name, reason], i) => {
-    const out = outs[i];
-    assert.equal(out.exitCode, 71, `${name}: exit ${out.exitCode}`);
-    assert.match(out.stderr, /^dsh-ts-runner\/1: protocol violation: .+\n$/, name);
-    assert.match(out.stderr, reason, name);
-    assert.equal(out.done, null, name);
+    assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: [42, '2d711642'] });
+    assert.deepEqual(out.logs, []); // no ExperimentalWarning about the loader
   });
-});
 
-test('the host going away before done: exit 0, quietly', async () => {
-  const [out, early] = await Promise.all([
-    host({ body: 'return 1;', onHello: (ws) => { ws.send(RUN('await new Promise((r) => setTimeout(r, 5000));')); setTimeout(() => ws.close(), 100); } }),
-    host({ body: 'return 1;', onHello: (ws) => ws.terminate() }),
-  ]);
-  assert.equal(out.exitCode, 0);
-  assert.equal(out.stderr, '');
-  assert.equal(out.done, null);
-  assert.equal(early.exitCode, 0);
-  assert.equal(early.stderr, '');
-});
+  test('logs of every source and level', async () => {
+    const out = await host({
+      body: [
+        'console.log("log", 1, { a: 1 });',
+        'console.info("info %s", "x");',
+        'console.warn("warn");',
+        'console.error(new Error("shown").message);',
+        'console.debug("debug");',
+        'console.trace("traced");',
+        'console.dir({ deep: { er: { est: 1 } } }, { depth: 0 });',
+        'console.log();',
+        'process.stdout.write("raw out\\n");',
+        'process.stderr.write(Buffer.from("raw err"));',
+        'process.stdout.write("");',
+        'console.group("g"); console.log("inside"); console.groupEnd();',
+        'console.assert(1 === 2, "nope");',
+        'console.table([{ a: 1 }]);',
+      ].join('\n'),
+    });
+    ok(out);
+    const logs = out.logs.map(({ type, ...rest }) => rest);
+    const trace = logs.find((l) => l.text.startsWith('Trace: traced'));
+    assert.deepEqual(trace && trace.level, 'debug');
+    assert.match(trace.text, /^Trace: traced\n {4}at program\.ts:7:9$/);
+    assert.deepEqual(logs.filter((l) => l !== trace && l.text !== undefined && !l.text.includes('┌')), [
+      { source: 'console', level: 'log', text: 'log 1 { a: 1 }' },
+      { source: 'console', level: 'info', text: 'info x' },
+      { source: 'console', level: 'warn', text: 'warn' },
+      { source: 'console', level: 'error', text: 'shown' },
+      { source: 'console', level: 'debug', text: 'debug' },
+      { source: 'console', level: 'log', text: '{ deep: [Object] }' },
+      { source: 'console', level: 'log', text: '' },
+      { source: 'stdout', text: 'raw out\n' },
+      { source: 'stderr', text: 'raw err' },
+      { source: 'console', level: 'log', text: 'g' },
+      { source: 'console', level: 'log', text: '  inside' },
+      { source: 'console', level: 'error', text: 'Assertion failed: nope' },
+    ]);
+    assert.ok(logs.some((l) => l.level === 'log' && l.text.includes('┌')), 'console.table output');
+  });
 
-test('no socket: exit 70 with one line on stderr', async () => {
-  const out = await host({ body: 'return 1;', socket: path.join(os.tmpdir(), 'does-not-exist', 'bridge.sock') });
-  assert.equal(out.exitCode, 70);
-  assert.match(out.stderr, /^dsh-ts-runner\/1: cannot connect to .*does-not-exist\/bridge\.sock: .+\n$/);
+  test('a tool call round trip with structured args and value', async () => {
+    const out = await host({ body: 'const r = await tools.search({ q: "x", n: [1, 2], nested: { ok: true } });\nreturn r;' });
+    const done = ok(out);
+    assert.deepEqual(out.calls, [{ type: 'call', id: 1, global: 'tools', name: 'search', args: { q: 'x', n: [1, 2], nested: { ok: true } } }]);
+    assert.deepEqual(done.value, { hits: [{ id: 1, title: 'one' }, { id: 2, title: 'twö' }], query: { q: 'x', n: [1, 2], nested: { ok: true } } });
+  });
+
+  test('undefined args cross as null; the namespace is null-prototype with odd names as members', async () => {
+    const out = await host({
+      body: [
+        'const a = await tools.echo();',
+        'const b = await tools["__proto__"](1);',
+        'const c = await tools.constructor({ x: 2 });',
+        'const d = await tools.toString("s");',
+        'const e = await tools["my-tool"]([3]);',
+        'return { a, b, c, d, e, proto: Object.getPrototypeOf(tools) === null, keys: Object.keys(tools),',
+        '  isAsync: tools.echo.constructor.name, name: tools["my-tool"].name };',
+      ].join('\n'),
+    });
+    const done = ok(out);
+    assert.deepEqual(out.calls.map((c) => [c.id, c.name, c.args]), [[1, 'echo', null], [2, '__proto__', 1], [3, 'constructor', { x: 2 }], [4, 'toString', 's'], [5, 'my-tool', [3]]]);
+    assert.deepEqual(done.value, {
+      a: { name: 'echo', args: null },
+      b: { name: '__proto__', args: 1 },
+      c: { name: 'constructor', args: { x: 2 } },
+      d: { name: 'toString', args: 's' },
+      e: { name: 'my-tool', args: [3] },
+      proto: true,
+      keys: TOOLS,
+      isAsync: 'AsyncFunction',
+      name: 'my-tool',
+    });
+  });
+
+  test('a rejected call is an Error with toolName, caught by the program', async () => {
+    const out = await host({
+      body: [
+        'try {',
+        '  await tools.fail({ why: 1 });',
+        '} catch (e) {',
+        '  return { isError: e instanceof Error, message: e.message, toolName: e.toolName, stack: e.stack };',
+        '}',
+      ].join('\n'),
+    });
+    const { value } = ok(out);
+    assert.equal(value.isError, true);
+    assert.equal(value.message, 'no luck with {"why":1}');
+    assert.equal(value.toolName, 'fail');
+    // The stack points at the call site (body line 2 is line 3 of the wrapped text: no source map here).
+    assert.equal(value.stack, 'Error: no luck with {"why":1}\n    at program.ts:3:15');
+  });
+
+  test('an uncaught rejected call fails the run', async () => {
+    const out = await host({ body: 'await tools.fail(null);\nreturn 1;' });
+    assert.deepEqual(ok(out), {
+      type: 'done', ok: false, error: { name: 'Error', message: 'no luck with null', stack: 'Error: no luck with null\n    at program.ts:2:13' },
+    });
+  });
+
+  test('Promise.all with results in reverse order', async () => {
+    const held = [];
+    const out = await host({
+      body: [
+        'const names = ["a", "b", "c", "d"];',
+        'const r = await Promise.all(names.map((n, i) => tools.echo({ n, i })));',
+        'return r.map((x) => x.n).join("");',
+      ].join('\n'),
+      onCall(call, reply) {
+        held.push([call, reply]);
+        if (held.length === 4) {
+          for (const [c, rep] of held.reverse()) rep({ ok: true, value: c.args });
+          held.length = 0;
+        }
+      },
+    });
+    const done = ok(out);
+    assert.deepEqual(out.calls.map((c) => c.id), [1, 2, 3, 4]);
+    assert.deepEqual(out.calls.map((c) => c.args.n), ['a', 'b', 'c', 'd']);
+    // Each call resolved with its own result despite the order.
+    assert.deepEqual(done, { type: 'done', ok: true, valueKind: 'json', value: 'abcd' });
+  });
+
+  test('arguments that are not JSON reject locally with TypeError; nothing is sent', async () => {
+    const out = await host({
+      limits: { ...LIMITS, maxFrameBytes: 4096 },
+      body: [
+        'const errs = [];',
+        'for (const bad of [10n, () => 1, Symbol("s"), "x".repeat(5000)]) {',
+        '  try { await tools.echo(bad); errs.push("sent"); } catch (e) { errs.push(e.constructor.name); }',
+        '}',
+        'const cyc = {}; cyc.cyc = cyc;',
+        'try { await tools.echo(cyc); } catch (e) { errs.push(e.constructor.name + ": " + e.message.split(":")[0]); }',
+        'errs.push((await tools.echo("after")).args);',
+        'return errs;',
+      ].join('\n'),
+    });
+    const done = ok(out);
+    assert.deepEqual(done.value, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError: tools.echo', 'after']);
+    assert.deepEqual(out.calls.map((c) => [c.id, c.args]), [[1, 'after']]);
+  });
+
+  // --- source maps: a hand-written map of a type-stripped program.
+
+  const B64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+  function vlq(v) {
+    let u = v < 0 ? (-v << 1) | 1 : v << 1;
+    let s = '';
+    do {
+      let d = u & 31;
+      u >>>= 5;
+      if (u > 0) d |= 32;
+      s += B64[d];
+    } while (u > 0);
+    return s;
+  }
+
+  // sourceMap encodes segments [genLine, genCol, origLine, origCol] (0-based).
+  function sourceMap(segments) {
+    const byLine = [];
+    for (const [gl, gc, ol, oc] of segments) (byLine[gl] ||= []).push([gc, ol, oc]);
+    let prevOl = 0;
+    let prevOc = 0;
+    const lines = [];
+    for (let gl = 0; gl < byLine.length; gl++) {
+      let prevGc = 0;
+      lines.push((byLine[gl] || []).sort((a, b) => a[0] - b[0]).map(([gc, ol, oc]) => {
+        const seg = vlq(gc - prevGc) + vlq(0) + vlq(ol - prevOl) + vlq(oc - prevOc);
+        prevGc = gc;
+        prevOl = ol;
+        prevOc = oc;
+        return seg;
+      }).join(','));
+    }
+    return JSON.stringify({ version: 3, sources: ['program.ts'], names: [], mappings: lines.join(';') });
+  }
+
+  test('stack traces name the original line through the source map', async () => {
+    // The model wrote (1-based lines):
+    //   1 // the model's program
+    //   2
+    //   3 type Hit = { n: number };
+    //   4
+    //   5 const hit: Hit = { n: 1 };
+    //   6 console.log(new Error("logged").stack);
+    //   7 function boom(h: Hit): never {
+    //   8   throw new Error("boom " + h.n);
+    //   9 }
+    //  10 boom(hit);
+    // The host stripped the types, dropped the blank and type-only lines and
+    // wrapped the body; the map sends each generated line back.
+    const program = [
+      '(async () => {',
+      'const hit = { n: 1 };',
+      'console.log(new Error("logged").stack);',
+      'function boom(h) {',
+      '  throw new Error("boom " + h.n);',
+      '}',
+      'boom(hit);',
+      '})',
+    ].join('\n');
+    const map = sourceMap([
+      [1, 0, 4, 0],
+      [2, 0, 5, 0], [2, 12, 5, 12],
+      [3, 0, 6, 0],
+      [4, 2, 7, 2], [4, 8, 7, 8],
+      [5, 0, 8, 0],
+      [6, 0, 9, 0],
+    ]);
+    const out = await host({ program, sourceMap: map });
+    const done = ok(out);
+    assert.deepEqual(out.logs.map((l) => l.text), ['Error: logged\n    at program.ts:6:13']);
+    assert.equal(done.ok, false);
+    assert.deepEqual(done.error, {
+      name: 'Error',
+      message: 'boom 1',
+      stack: 'Error: boom 1\n    at boom (program.ts:8:9)\n    at program.ts:10:1',
+    });
+    assert.doesNotMatch(done.error.stack, /bootstrap|node:/);
+  });
+
+  test('without a source map, positions are those of the program text', async () => {
+    const out = await host({ body: 'null.x;' });
+    const done = ok(out);
+    assert.equal(done.error.name, 'TypeError');
+    assert.match(done.error.message, /Cannot read properties of null/);
+    assert.match(done.error.stack, /^TypeError: Cannot read properties of null \(reading 'x'\)\n {4}at program\.ts:2:6$/);
+  });
+
+  test('thrown non-Errors, unhandled rejections and uncaught exceptions fail the run', async () => {
+    const outs = await Promise.all([
+      host({ body: 'throw { code: 7 };' }),
+      host({ body: 'Promise.reject(new RangeError("late"));\nawait new Promise((r) => setTimeout(r, 200));\nreturn 1;' }),
+      host({ body: 'setTimeout(() => { throw new SyntaxError("in a timer"); }, 5);\nawait new Promise((r) => setTimeout(r, 200));' }),
+      host({ program: '(async () => {\n  let = ;\n})' }),
+      host({ program: '42' }),
+    ]);
+    const [obj, rej, unc, syntax, notFn] = outs.map((o) => ok(o).error);
+    assert.deepEqual(obj, { name: 'Uncaught', message: '{ code: 7 }' });
+    assert.deepEqual([rej.name, rej.message], ['RangeError', 'late']);
+    assert.match(rej.stack, /^RangeError: late\n {4}at program\.ts:2:16$/);
+    assert.deepEqual([unc.name, unc.message], ['SyntaxError', 'in a timer']);
+    assert.equal(syntax.name, 'SyntaxError');
+    assert.deepEqual([notFn.name, notFn.message], ['TypeError', 'the program evaluated to number, not a function']);
+  });
+
+  test('values that are not JSON cross as their inspect rendering', async () => {
+    // (doneValueFrame's unit test covers more kinds of values.)
+    const cases = [
+      ['return new Map([["a", 1]]);', "Map(1) { 'a' => 1 }"],
+      ['class P { constructor() { this.x = 1; } }\nreturn new P();', 'P { x: 1 }'],
+      ['const c = { a: 1, n: NaN }; c.self = c;\nreturn c;', '<ref *1> { a: 1, n: NaN, self: [Circular *1] }'],
+    ];
+    const outs = await Promise.all(cases.map(([body]) => host({ body })));
+    cases.forEach(([body, want], i) => assert.deepEqual(ok(outs[i]), { type: 'done', ok: true, valueKind: 'inspect', value: want }, body));
+  });
+
+  test('a value over maxValueBytes is truncated', async () => {
+    const limits = { ...LIMITS, maxValueBytes: 1000 };
+    const [big, small] = await Promise.all([host({ limits, body: 'return "é".repeat(3000);' }), host({ limits, body: 'return "é".repeat(100);' })]);
+    const done = ok(big);
+    assert.equal(done.truncated, true);
+    assert.equal(done.valueKind, 'json');
+    assert.ok(Buffer.byteLength(JSON.stringify(done.value)) <= 1000);
+    assert.equal(done.value, '"' + 'é'.repeat(498));
+    assert.deepEqual(ok(small), { type: 'done', ok: true, valueKind: 'json', value: 'é'.repeat(100) });
+  });
+
+  test('logs stop once their total crosses maxLogBytes; a long entry is cut to the frame', async () => {
+    const limits = { maxLogBytes: 100, maxValueBytes: 1000, maxFrameBytes: 4096 };
+    const [out, long] = await Promise.all([
+      host({ limits, body: 'for (let i = 0; i < 50; i++) console.log("line " + String(i).padStart(3, "0") + " ".repeat(20));\nreturn "finished";' }),
+      host({ limits: { ...limits, maxLogBytes: 1 << 20 }, body: 'console.log("y".repeat(10000));\nprocess.stdout.write("\\n".repeat(5000));' }),
+    ]);
+    const done = ok(out);
+    assert.equal(done.value, 'finished');
+    // 28 bytes each: the 4th entry crosses 100 and is the last one sent.
+    assert.deepEqual(out.logs.map((l) => l.text.slice(0, 8)), ['line 000', 'line 001', 'line 002', 'line 003']);
+    ok(long);
+    assert.equal(long.logs.length, 2);
+    for (const f of long.frames) assert.ok(Buffer.byteLength(f) <= 4096, `${Buffer.byteLength(f)}`);
+    assert.match(long.logs[0].text, /^y{4000,}$/);
+    assert.match(long.logs[1].text, /^\n{1000,}$/);
+  });
+
+  // --- protocol violations and the transport
+
+  const RUN = (body) => JSON.stringify({ type: 'run', version: 1, program: wrap(body), bindings: [{ global: 'tools', functions: ['echo'] }], limits: LIMITS });
+
+  test('protocol violations exit 71', async () => {
+    const hang = 'await new Promise((r) => setTimeout(r, 5000));';
+    // answer sends the run frame, then answers each call with make(call).
+    const answer = (body, make) => (ws) => {
+      ws.send(RUN(body));
+      ws.on('message', (d) => {
+        const m = JSON.parse(d);
+        if (m.type === 'call') for (const r of make(m)) ws.send(JSON.stringify(r));
+      });
+    };
+    const cases = [
+      ['a result for an id not in flight', /id 2, which is not in flight/,
+        answer(`await tools.echo(1);\n${hang}`, (m) => [{ type: 'result', id: m.id + 1, ok: true, value: 1 }])],
+      ['a result settled twice', /id 1, which is not in flight/,
+        answer(`await tools.echo(1);\n${hang}`, (m) => [{ type: 'result', id: m.id, ok: true, value: 1 }, { type: 'result', id: m.id, ok: true, value: 1 }])],
+      ['an ok result without a value', /ok result needs a value/,
+        answer('await tools.echo(1);', (m) => [{ type: 'result', id: m.id, ok: true }])],
+      ['a failed result with a value', /carries a message, not a value/,
+        answer('await tools.echo(1);', (m) => [{ type: 'result', id: m.id, ok: false, value: 1, message: 'm' }])],
+      ['a result before the run frame', /before the run frame/, (ws) => ws.send('{"type":"result","id":1,"ok":true,"value":1}')],
+      ['a second run frame', /a second run frame/, (ws) => { ws.send(RUN(hang)); ws.send(RUN('')); }],
+      ['a run frame of another version', /bad-version/, (ws) => ws.send(JSON.stringify({ type: 'run', version: 2, program: '', bindings: [], limits: LIMITS }))],
+      ['junk', /not-json/, (ws) => ws.send('not json')],
+      ['a binary frame', /binary frame/, (ws) => ws.send(Buffer.from(RUN('return 1;')), { binary: true })],
+      ['invalid UTF-8', /not-utf8/, (ws) => ws.send(Buffer.from([0x7b, 0xff, 0x7d]), { binary: false })],
+      ['a runner-side message', /bad-type/, (ws) => ws.send('{"type":"call","id":1,"global":"tools","name":"a","args":{}}')],
+    ];
+    const outs = await Promise.all(cases.map(([, , onHello]) => host({ body: 'return 1;', onHello })));
+    cases.forEach(([name, reason], i) => {
+      const out = outs[i];
+      assert.equal(out.exitCode, 71, `${name}: exit ${out.exitCode}`);
+      assert.match(out.stderr, /^dsh-ts-runner\/1: protocol violation: .+\n$/, name);
+      assert.match(out.stderr, reason, name);
+      assert.equal(out.done, null, name);
+    });
+  });
+
+  test('the host going away before done: exit 0, quietly', async () => {
+    const [out, early] = await Promise.all([
+      host({ body: 'return 1;', onHello: (ws) => { ws.send(RUN('await new Promise((r) => setTimeout(r, 5000));')); setTimeout(() => ws.close(), 100); } }),
+      host({ body: 'return 1;', onHello: (ws) => ws.terminate() }),
+    ]);
+    assert.equal(out.exitCode, 0);
+    assert.equal(out.stderr, '');
+    assert.equal(out.done, null);
+    assert.equal(early.exitCode, 0);
+    assert.equal(early.stderr, '');
+  });
+
+  test('no socket: exit 70 with one line on stderr', async () => {
+    const out = await host({ body: 'return 1;', socket: path.join(os.tmpdir(), 'does-not-exist', 'bridge.sock') });
+    assert.equal(out.exitCode, 70);
+    assert.match(out.stderr, /^dsh-ts-runner\/1: cannot connect to .*does-not-exist\/bridge\.sock: .+\n$/);
+  });
 });
