@@ -64,11 +64,19 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 			sb.teardown(ctx, log)
 		}
 	}()
-	id, err := r.driver.Create(ctx, r.spec(runID, b.dir))
+	// Create must not be cut short by cancellation: the daemon may create
+	// the container after the client gave up, and then nobody would know
+	// its id to remove it. It is bounded instead, and ctx checked after.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+	id, err := r.driver.Create(cctx, r.spec(runID, b.dir))
+	cancel()
 	if err != nil {
 		return nil, err
 	}
 	sb.id = id
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	log.Debug("container created", "container_id", id)
 	if sb.streams, err = r.driver.Attach(ctx, id); err != nil {
 		return nil, err
