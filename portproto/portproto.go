@@ -253,6 +253,21 @@ var fields = map[Type]map[string]bool{
 	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error"),
 }
 
+var (
+	bindingFields = set("global", "functions")
+	limitFields   = set("maxLogBytes", "maxValueBytes", "maxFrameBytes")
+	errorFields   = set("name", "message", "stack")
+)
+
+func checkKeys(t Type, prefix string, keys map[string]json.RawMessage, allowed map[string]bool) error {
+	for k := range keys {
+		if !allowed[k] {
+			return protoErr(CodeBadField, "%s: unknown field %q", t, truncate(prefix+k))
+		}
+	}
+	return nil
+}
+
 func set(keys ...string) map[string]bool {
 	m := make(map[string]bool, len(keys))
 	for _, k := range keys {
@@ -266,10 +281,34 @@ func strictUnmarshal(frame []byte, msg Message) error {
 	if err := json.Unmarshal(frame, &keys); err != nil {
 		return protoErr(CodeNotJSON, "frame is not a JSON object: %v", err)
 	}
-	allowed := fields[msg.MessageType()]
-	for k := range keys {
-		if !allowed[k] {
-			return protoErr(CodeBadField, "%s: unknown field %q", msg.MessageType(), truncate(k))
+	if err := checkKeys(msg.MessageType(), "", keys, fields[msg.MessageType()]); err != nil {
+		return err
+	}
+	// Nested objects are matched exactly too.
+	switch msg.MessageType() {
+	case TypeRun:
+		var nested struct {
+			Bindings []map[string]json.RawMessage `json:"bindings"`
+			Limits   map[string]json.RawMessage   `json:"limits"`
+		}
+		if json.Unmarshal(frame, &nested) == nil {
+			for _, b := range nested.Bindings {
+				if err := checkKeys(TypeRun, "bindings[].", b, bindingFields); err != nil {
+					return err
+				}
+			}
+			if err := checkKeys(TypeRun, "limits.", nested.Limits, limitFields); err != nil {
+				return err
+			}
+		}
+	case TypeDone:
+		var nested struct {
+			Error map[string]json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(frame, &nested) == nil {
+			if err := checkKeys(TypeDone, "error.", nested.Error, errorFields); err != nil {
+				return err
+			}
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(frame))

@@ -970,6 +970,9 @@ class Runner:
 
 def main(argv):
     sock = argv[1] if len(argv) > 1 else DEFAULT_SOCKET
+    # The program's environment is exactly the host's fixed set (PATH,
+    # HOME, LANG); Docker always adds HOSTNAME, so drop it.
+    os.environ.pop("HOSTNAME", None)
     try:
         from websockets.exceptions import ConnectionClosed
         from websockets.sync.client import unix_connect

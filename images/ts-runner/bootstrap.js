@@ -903,6 +903,9 @@ function diag(text) {
 
 function main(argv) {
   const sock = argv[2] || DEFAULT_SOCKET;
+  // The program's environment is exactly the host's fixed set (PATH, HOME,
+  // LANG); Docker always adds HOSTNAME, so drop it.
+  delete process.env.HOSTNAME;
   let WebSocket;
   let ws;
   try {
