@@ -379,35 +379,22 @@ const { performance } = require('node:perf_hooks');
 	return dist(d), "node " + strings.TrimSpace(string(v))
 }
 
-// churn measures the daemon's container churn: create, start, wait and
-// remove a container running `true`-like `node -e 0`, with clients
-// concurrent loops, for d.
-func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d time.Duration) (float64, error) {
-	cli := drv.Client()
+// loop runs fn from clients goroutines until d has passed and returns the
+// completed calls per second; the first error stops its client and is
+// returned.
+func loop(clients int, d time.Duration, fn func() error) (float64, error) {
 	var mu sync.Mutex
 	var n int
 	var firstErr error
 	deadline := time.Now().Add(d)
+	start := time.Now()
 	var wg sync.WaitGroup
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) {
-				resp, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Labels: map[string]string{container.LabelPrefix + "bench": "churn"}},
-					&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
-				if err == nil {
-					wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
-					if err = cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err == nil {
-						select {
-						case <-wait:
-						case err = <-errc:
-						}
-					}
-					if rmErr := cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true}); err == nil {
-						err = rmErr
-					}
-				}
+				err := fn()
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -422,40 +409,40 @@ func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d
 			}
 		}()
 	}
-	start := time.Now()
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), firstErr
 }
 
-func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.Duration) (float64, error) {
-	var mu sync.Mutex
-	var n int
-	var firstErr error
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(deadline) {
-				_, _, err := timeRun(ctx, rt, trivialTS, nil)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					n++
-				}
-				mu.Unlock()
-				if err != nil {
-					return
-				}
+// churn measures the daemon's own container churn: create, start, wait
+// for and remove a container of the same image running node -e 0.
+func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d time.Duration) (float64, error) {
+	cli := drv.Client()
+	return loop(clients, d, func() error {
+		resp, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Labels: map[string]string{container.LabelPrefix + "bench": "churn"}},
+			&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		if err != nil {
+			return err
+		}
+		wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
+		if err = cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err == nil {
+			select {
+			case <-wait:
+			case err = <-errc:
 			}
-		}()
-	}
-	wg.Wait()
-	return float64(n) / time.Since(start).Seconds(), firstErr
+		}
+		if rmErr := cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true}); err == nil {
+			err = rmErr
+		}
+		return err
+	})
+}
+
+// sustained measures trivial runs per second through rt.
+func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.Duration) (float64, error) {
+	return loop(clients, d, func() error {
+		_, _, err := timeRun(ctx, rt, trivialTS, nil)
+		return err
+	})
 }
 
 func soak(ctx context.Context, drv *docker.Driver, newRT func(backend.Language, ...container.Option) (*container.Runtime, error), runs int, sockDir string) (*Soak, error) {
