@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,10 +15,7 @@ import (
 // tmpfs /tmp): the portproto vectors replay and the bootstrap driven by a
 // fake host.
 func TestRunnerSuites(t *testing.T) {
-	root, err := filepath.Abs("..")
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := readableCopy(t)
 	for _, tc := range []struct {
 		image string
 		cmd   []string
@@ -45,6 +43,55 @@ func TestRunnerSuites(t *testing.T) {
 			t.Logf("%s suite:\n%s", tc.image, lastLines(text, 12))
 		})
 	}
+}
+
+// readableCopy copies what the suites read (bootstraps, tests, protocol
+// vectors) into a world-readable temp tree: the checkout may sit in a
+// private directory the container's non-root user cannot enter.
+func readableCopy(t *testing.T) string {
+	t.Helper()
+	src, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst, err := os.MkdirTemp("", "dshsuite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dst) })
+	var files []string
+	for _, pattern := range []string{"images/*/bootstrap.*", "images/*/test/*", "portproto/testdata/vectors.json"} {
+		m, err := filepath.Glob(filepath.Join(src, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	for _, f := range files {
+		rel, _ := filepath.Rel(src, f)
+		if info, err := os.Stat(f); err != nil || info.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// MkdirTemp and MkdirAll under a umask may leave directories private.
+	filepath.Walk(dst, func(p string, info os.FileInfo, err error) error {
+		if err == nil && info.IsDir() {
+			os.Chmod(p, 0o755)
+		}
+		return nil
+	})
+	return dst
 }
 
 func lastLines(s string, n int) string {
