@@ -1,0 +1,30 @@
+// Package server is dsh-container's HTTP API: an http.Handler that runs
+// programs through the registry on long-lived code runtimes, serves the
+// SDK of the loaded tools, reports health and exports Prometheus metrics.
+//
+// A Server holds one backend.Runtime per language (in the daemon, each a
+// container runtime with its own warm pool and admission limit) and the
+// tools loaded at start. Every POST /v1/run gets its own registry in Code
+// Mode over the runtime of the requested language, so the run's
+// tool/code-dispatch events are collected for that request alone and call
+// ids of concurrent requests never mix. The registry is cheap; the runtime,
+// which owns the containers, is shared.
+//
+// Endpoints:
+//
+//	POST /v1/run      {"language","code","id"?} → the `run --json` object plus "events"
+//	GET  /v1/sdk      ?language=typescript|python&format=prompt|source → SDK text
+//	GET  /healthz     200 {"status":"ok"} or 503 {"status":"unavailable","error"}
+//	GET  /metrics     Prometheus text exposition
+//
+// A program's own failure (exception, timeout, abort, oom, exit) is a 200
+// whose "error" field says which kind. The request's failures are
+// {"error": "..."} with 400 (bad JSON, unknown field, unknown language, no
+// code), 413 (body too large), 429 with Retry-After (admission queue full),
+// 503 (runner image missing, Docker daemon unreachable, shutting down) or
+// 500. A client that disconnects cancels its run, which the runtime
+// reports as an abort.
+//
+// The server never closes its runtimes: whoever built them does, after
+// the HTTP server has shut down.
+package server

@@ -1,0 +1,193 @@
+package server
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+// RunRequest is the body of POST /v1/run.
+type RunRequest struct {
+	// Language is "typescript" or "python" (required).
+	Language string `json:"language"`
+	// Code is the program: the body of an async function (required).
+	Code string `json:"code"`
+	// ID is the run_code call id; sub-call events are "<id>:code:<n>".
+	// Optional: the server makes one up.
+	ID string `json:"id,omitempty"`
+}
+
+// RunResponse is the 200 body of POST /v1/run: the object
+// `dsh-container run --json` prints, plus the call id and the run's
+// tool/code-dispatch events.
+type RunResponse struct {
+	ID             string             `json:"id"`
+	Value          json.RawMessage    `json:"value"`
+	ValueKind      string             `json:"valueKind,omitempty"`
+	Logs           []backend.LogEntry `json:"logs"`
+	Error          *backend.Failure   `json:"error"`
+	LogsTruncated  bool               `json:"logsTruncated"`
+	ValueTruncated bool               `json:"valueTruncated"`
+	Stats          Stats              `json:"stats"`
+	Events         []registry.Event   `json:"events"`
+}
+
+// Stats are a run's measurements in milliseconds, as `run --json` prints
+// them.
+type Stats struct {
+	WallMs    float64 `json:"wallMs"`
+	CPUMs     float64 `json:"cpuMs"`
+	StartupMs float64 `json:"startupMs"`
+	Calls     int     `json:"calls"`
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "run-" + hex.EncodeToString(b[:])
+}
+
+// decodeRun reads a RunRequest strictly: one JSON object, no unknown
+// fields, nothing after it, the body within limit.
+func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, int, error) {
+	var req RunRequest
+	body := http.MaxBytesReader(w, r.Body, s.opts.maxBody)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds %d bytes", mbe.Limit)
+		}
+		return req, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		if errors.Is(err, io.EOF) {
+			return req, http.StatusBadRequest, errors.New(`empty body; send {"language": "typescript"|"python", "code": "..."}`)
+		}
+		return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return req, http.StatusBadRequest, errors.New("invalid JSON body: trailing data after the object")
+	}
+	switch {
+	case req.Language == "":
+		return req, http.StatusBadRequest, fmt.Errorf("language is required (served: %s)", strings.Join(s.langs, ", "))
+	case strings.TrimSpace(req.Code) == "":
+		return req, http.StatusBadRequest, errors.New("code is required and must not be blank")
+	case len(req.ID) > MaxIDBytes || !utf8.ValidString(req.ID):
+		return req, http.StatusBadRequest, fmt.Errorf("id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
+	}
+	return req, 0, nil
+}
+
+func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	req, status, err := s.decodeRun(w, r)
+	if err != nil {
+		writeError(w, status, err.Error())
+		return
+	}
+	lang, err := backend.ParseLanguage(req.Language)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("%v; this server runs: %s", err, strings.Join(s.langs, ", ")))
+		return
+	}
+	rt, ok := s.runtimes[lang]
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("language %q is not served here (served: %s)", lang, strings.Join(s.langs, ", ")))
+		return
+	}
+	id := req.ID
+	if id == "" {
+		id = newCallID()
+	}
+
+	var (
+		mu     sync.Mutex
+		events = []registry.Event{}
+	)
+	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
+		registry.WithMode(registry.ModeCode),
+		registry.WithRuntime(rt),
+		registry.WithLogger(s.log),
+		registry.WithEventSink(func(e registry.Event) {
+			mu.Lock()
+			events = append(events, e)
+			mu.Unlock()
+		}),
+	)...)
+	for _, t := range s.opts.tools {
+		if err := reg.Register(t); err != nil { // validated by New: cannot fail
+			writeError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+	}
+	args, err := json.Marshal(map[string]string{"code": req.Code})
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
+	inFlight := s.metrics.inFlight.WithLabelValues(string(lang))
+	inFlight.Inc()
+	res := reg.Execute(r.Context(), registry.Call{ID: id, Name: registry.RunCode, Arguments: args})
+	inFlight.Dec()
+
+	if res.CodeRun == nil {
+		s.metrics.observeRejected(lang)
+		err := res.Err
+		if err == nil {
+			err = errors.New(res.Text())
+		}
+		status := statusFor(err)
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(s.opts.retryAfter, time.Second)/time.Second)))
+		}
+		s.log.Warn("run not started", "call_id", id, "language", string(lang), "status", status, "err", err)
+		writeError(w, status, err.Error())
+		return
+	}
+	cr := res.CodeRun
+	s.metrics.observeRun(lang, cr)
+	mu.Lock()
+	out := RunResponse{
+		ID: id, Value: cr.Value, ValueKind: string(cr.ValueKind), Logs: cr.Logs, Error: cr.Error,
+		LogsTruncated: cr.LogsTruncated, ValueTruncated: cr.ValueTruncated,
+		Stats:  Stats{WallMs: ms(cr.Stats.Wall), CPUMs: ms(cr.Stats.CPU), StartupMs: ms(cr.Stats.Startup), Calls: cr.Stats.Calls},
+		Events: events,
+	}
+	mu.Unlock()
+	if out.Value == nil {
+		out.Value = json.RawMessage("null")
+	}
+	if out.Logs == nil {
+		out.Logs = []backend.LogEntry{}
+	}
+	s.log.Info("run", "call_id", id, "language", string(lang), "outcome", outcome(cr),
+		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// outcome is a run's outcome label: ok or the failure kind.
+func outcome(r *backend.RunResult) string {
+	if r.Error == nil {
+		return "ok"
+	}
+	return string(r.Error.Kind)
+}

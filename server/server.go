@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+// DefaultMaxBodyBytes bounds a request body unless WithMaxBodyBytes says
+// otherwise: room for a program at the container runtime's default cap
+// (256 KiB) even when JSON escaping multiplies its size.
+const DefaultMaxBodyBytes = 2 << 20
+
+// MaxIDBytes bounds a caller-supplied call id.
+const MaxIDBytes = 256
+
+// HealthCheck reports why the server cannot run programs, or nil.
+type HealthCheck func(ctx context.Context) error
+
+// PoolReporter is the optional ability of a runtime with a warm pool: the
+// number of pre-started sandboxes ready now. The container runtime has it.
+type PoolReporter interface {
+	PoolIdle() int
+}
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	runtimes    []backend.Runtime
+	tools       []registry.Tool
+	logger      *slog.Logger
+	metrics     *prometheus.Registry
+	health      HealthCheck
+	maxBody     int64
+	regOpts     []registry.Option
+	retryAfter  time.Duration
+	healthLimit time.Duration
+}
+
+// WithRuntime serves programs of rt.Language() on rt. Give one per
+// language; the server does not close them.
+func WithRuntime(rt backend.Runtime) Option {
+	return func(o *options) { o.runtimes = append(o.runtimes, rt) }
+}
+
+// WithTools sets the tools every program can call (and the SDK shows).
+func WithTools(tools ...registry.Tool) Option {
+	return func(o *options) { o.tools = append(o.tools, tools...) }
+}
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithMetrics registers the server's collectors with reg and serves reg at
+// /metrics (default: a new registry of the server's own).
+func WithMetrics(reg *prometheus.Registry) Option { return func(o *options) { o.metrics = reg } }
+
+// WithHealthCheck sets what GET /healthz checks (default: always healthy).
+func WithHealthCheck(h HealthCheck) Option { return func(o *options) { o.health = h } }
+
+// WithMaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n } }
+
+// WithRegistryOptions adds options (hooks, guards, observers) to the
+// registry each run gets. Mode, runtime, logger and event sink are the
+// server's.
+func WithRegistryOptions(opts ...registry.Option) Option {
+	return func(o *options) { o.regOpts = append(o.regOpts, opts...) }
+}
+
+// Server is the HTTP API. It is an http.Handler, safe for concurrent use.
+type Server struct {
+	opts     options
+	runtimes map[backend.Language]backend.Runtime
+	langs    []string // served languages, sorted
+	log      *slog.Logger
+	metrics  *metrics
+	mux      *http.ServeMux
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds a Server. It fails (errdefs.ErrInvalidArgument) without a
+// runtime, with two runtimes of one language, or with a tool the registry
+// rejects.
+func New(opts ...Option) (*Server, error) {
+	o := options{maxBody: DefaultMaxBodyBytes, retryAfter: time.Second, healthLimit: 10 * time.Second}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.metrics == nil {
+		o.metrics = prometheus.NewRegistry()
+	}
+	if o.maxBody <= 0 {
+		return nil, fmt.Errorf("%w: max body bytes %d must be positive", errdefs.ErrInvalidArgument, o.maxBody)
+	}
+	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
+	for _, rt := range o.runtimes {
+		if rt == nil {
+			return nil, fmt.Errorf("%w: nil runtime", errdefs.ErrInvalidArgument)
+		}
+		l := rt.Language()
+		if _, dup := s.runtimes[l]; dup {
+			return nil, fmt.Errorf("%w: two runtimes for language %q", errdefs.ErrInvalidArgument, l)
+		}
+		s.runtimes[l] = rt
+		s.langs = append(s.langs, string(l))
+	}
+	if len(s.runtimes) == 0 {
+		return nil, fmt.Errorf("%w: the server needs at least one runtime", errdefs.ErrInvalidArgument)
+	}
+	slices.Sort(s.langs)
+	// Register the tools once now so a bad tool fails start-up, not every
+	// request.
+	probe := registry.New()
+	for _, t := range o.tools {
+		if err := probe.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	m, err := newMetrics(o.metrics, s.runtimes)
+	if err != nil {
+		return nil, err
+	}
+	s.metrics = m
+
+	s.mux = http.NewServeMux()
+	s.mux.Handle("/v1/run", s.instrument("run", methods(s.handleRun, http.MethodPost)))
+	s.mux.Handle("/v1/sdk", s.instrument("sdk", methods(s.handleSDK, http.MethodGet, http.MethodHead)))
+	s.mux.Handle("/healthz", s.instrument("healthz", methods(s.handleHealthz, http.MethodGet, http.MethodHead)))
+	s.mux.Handle("/metrics", s.instrument("metrics", methods(s.metrics.handler.ServeHTTP, http.MethodGet, http.MethodHead)))
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (endpoints: POST /v1/run, GET /v1/sdk, GET /healthz, GET /metrics)", r.URL.Path))
+	})
+	return s, nil
+}
+
+// Languages lists the languages the server runs, sorted.
+func (s *Server) Languages() []string { return slices.Clone(s.langs) }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// methods answers 405 with Allow, in JSON, to any other method.
+func methods(h http.HandlerFunc, allowed ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(allowed, r.Method) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed on %s (use %s)", r.Method, r.URL.Path, strings.Join(allowed, " or ")))
+			return
+		}
+		h(w, r)
+	}
+}
+
+// errorBody is every non-run failure's body.
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client may be gone; nothing to do about it
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody{Error: msg})
+}
+
+// statusFor maps an error that kept a program from running to a status.
+func statusFor(err error) int {
+	switch {
+	case errdefs.IsResourceExhausted(err):
+		return http.StatusTooManyRequests
+	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errors.Is(err, backend.ErrClosed),
+		errdefs.IsFailedPrecondition(err):
+		return http.StatusServiceUnavailable
+	case errdefs.IsInvalidArgument(err), errors.Is(err, backend.ErrInvalidRequest):
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
