@@ -31,7 +31,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type tWriter struct{ t testing.TB }
 
-func (w tWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))

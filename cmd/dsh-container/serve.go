@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/docker/go-units"
+	"github.com/spf13/cobra"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/images"
+	"github.com/dsh-container/dsh-container/manifest"
+	"github.com/dsh-container/dsh-container/registry"
+	"github.com/dsh-container/dsh-container/server"
+)
+
+type serveOptions struct {
+	Listen    string
+	Tools     string
+	Pool      int
+	MaxRuns   int
+	Queue     int
+	Languages []string
+	Shutdown  time.Duration
+	// limits and the OCI runtime, as run takes them
+	run runOptions
+}
+
+func newServeCmd(f *factory) *cobra.Command {
+	opts := &serveOptions{}
+	d := container.DefaultLimits()
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the HTTP API: run programs, the SDK, health and metrics",
+		Long: `Serve the HTTP API of dsh-container as a long-lived daemon.
+
+Endpoints:
+  POST /v1/run   {"language":"typescript"|"python","code":"...","id":"optional"}
+                 → the object "run --json" prints, plus "id" and "events"
+                 (200 also when the program failed: "error" names the kind;
+                 400 bad request, 413 body too large, 429 overloaded with
+                 Retry-After, 503 image missing or Docker unreachable)
+  GET  /v1/sdk?language=typescript|python&format=prompt|source
+  GET  /healthz  200, or 503 with the reason
+  GET  /metrics  Prometheus text
+
+--listen is unix:///path.sock or tcp://HOST:PORT. The default is a Unix
+socket in a private folder: $XDG_RUNTIME_DIR/dsh-container-api/api.sock, or
+/tmp/dsh-container-api-<uid>/api.sock. The API has no authentication: listen
+on a non-loopback address only behind something that provides it.
+
+Each language gets one container runtime with a warm pool of --pool
+pre-started sandboxes and admission control: at most --max-runs programs run
+at once and --queue more wait; beyond that a request gets 429 (both per
+language; --max-runs 0 admits everything). Budgets apply to every run.
+
+SIGINT or SIGTERM stops accepting connections, waits up to
+--shutdown-timeout for runs in flight, aborts what is left, and removes
+every container, pooled ones included. A second signal aborts the runs at
+once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.run.changed = func(name string) bool { return cmd.Flags().Changed(name) }
+			return runServe(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Listen, "listen", "", "unix:///path.sock or tcp://HOST:PORT (default: a Unix socket under $XDG_RUNTIME_DIR or /tmp)")
+	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
+	fl.IntVar(&opts.Pool, "pool", 1, "pre-started sandboxes kept ready per language (0 disables the pool)")
+	fl.IntVar(&opts.MaxRuns, "max-runs", runtime.NumCPU(), "programs running at once per language (0: no limit)")
+	fl.IntVar(&opts.Queue, "queue", 64, "programs waiting for a slot per language before requests get 429")
+	fl.StringSliceVar(&opts.Languages, "languages", []string{string(backend.TypeScript), string(backend.Python)}, "languages to serve")
+	fl.DurationVar(&opts.Shutdown, "shutdown-timeout", 45*time.Second, "how long shutdown waits for runs in flight before aborting them")
+	fl.DurationVar(&opts.run.Wall, "wall-timeout", d.WallTime, "wall-clock budget of each program")
+	fl.DurationVar(&opts.run.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of each program (metered from the container's cgroup)")
+	fl.StringVar(&opts.run.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit of each program (e.g. 256MiB, 1g); swap is disabled")
+	fl.Float64Var(&opts.run.CPUs, "cpus", float64(d.NanoCPUs)/1e9, "CPU rate limit of each program in CPUs")
+	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
+	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
+	return cmd
+}
+
+// serveLanguages validates --languages.
+func serveLanguages(names []string) ([]backend.Language, error) {
+	var out []backend.Language
+	for _, n := range names {
+		l, err := backend.ParseLanguage(strings.TrimSpace(n))
+		if err != nil {
+			return nil, usagef("--languages: %v", err)
+		}
+		if slices.Contains(out, l) {
+			return nil, usagef("--languages: %s given twice", l)
+		}
+		out = append(out, l)
+	}
+	if len(out) == 0 {
+		return nil, usagef("--languages: name at least one of typescript, python")
+	}
+	return out, nil
+}
+
+func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
+	langs, err := serveLanguages(opts.Languages)
+	if err != nil {
+		return err
+	}
+	limits, err := limitsFor(&opts.run)
+	if err != nil {
+		return err
+	}
+	if opts.Pool < 0 || opts.MaxRuns < 0 || opts.Queue < 0 {
+		return usagef("--pool, --max-runs and --queue must not be negative")
+	}
+	if opts.Shutdown <= 0 {
+		return usagef("--shutdown-timeout must be positive")
+	}
+	addr, err := server.ParseAddress(opts.Listen)
+	if err != nil {
+		return usageError{err}
+	}
+	var tools []registry.Tool
+	if opts.Tools != "" {
+		m, err := manifest.Load(opts.Tools, manifest.Options{RequireCommand: true})
+		if err != nil {
+			return err
+		}
+		for _, t := range m.Tools {
+			tools = append(tools, commandTool(t))
+		}
+	}
+	level := slog.LevelInfo
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: level}))
+
+	drv, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	if rep, err := container.Reap(ctx, drv, container.ReapOptions{}); err != nil {
+		log.Warn("reaper", "err", err)
+	} else if n := len(rep.Containers) + len(rep.SocketDirs); n > 0 {
+		log.Info("reaped leftovers of dead runs", "containers", len(rep.Containers), "socket_dirs", len(rep.SocketDirs))
+	}
+	tags := map[backend.Language]string{}
+	for _, l := range langs {
+		tag, err := f.imageFor(l)
+		if err != nil {
+			return err
+		}
+		if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
+			return err
+		} else if !ok {
+			return images.ErrMissing(tag)
+		}
+		tags[l] = tag
+	}
+
+	// The runtimes outlive every request; closing them drains the pools
+	// and waits for every container's teardown.
+	var runtimes []*container.Runtime
+	closeRuntimes := func(ctx context.Context) error {
+		var errs []error
+		for _, rt := range runtimes {
+			errs = append(errs, rt.Close(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := closeRuntimes(cctx); err != nil {
+			log.Error("closing runtimes", "err", err)
+		}
+	}()
+	srvOpts := []server.Option{server.WithTools(tools...), server.WithLogger(log)}
+	for _, l := range langs {
+		rt, err := container.New(drv,
+			container.WithLanguage(l),
+			container.WithImage(tags[l]),
+			container.WithLimits(limits),
+			container.WithOCIRuntime(opts.run.Runtime),
+			container.WithPool(opts.Pool),
+			container.WithAdmission(opts.MaxRuns, opts.Queue),
+			container.WithLogger(log),
+		)
+		if err != nil {
+			return err
+		}
+		runtimes = append(runtimes, rt)
+		srvOpts = append(srvOpts, server.WithRuntime(rt))
+	}
+	cli := drv.Client()
+	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
+		if _, err := cli.Ping(ctx); err != nil {
+			return fmt.Errorf("cannot reach the Docker daemon: %v", err)
+		}
+		for _, l := range langs {
+			if ok, err := images.Exists(ctx, cli, tags[l]); err != nil {
+				return fmt.Errorf("checking the %s runner image: %v", l, err)
+			} else if !ok {
+				return images.ErrMissing(tags[l])
+			}
+		}
+		return nil
+	}))
+	api, err := server.New(srvOpts...)
+	if err != nil {
+		return err
+	}
+
+	ln, err := server.Listen(addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if addr.Default {
+		defer os.Remove(filepath.Dir(addr.Address)) // only when empty
+	}
+	if !server.Loopback(ln) {
+		log.Warn("listening on a non-loopback address: the API has no authentication; anyone who can reach it runs programs with your tools", "addr", ln.Addr().String())
+	}
+	hs := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving", "listen", listenURL(ln), "languages", strings.Join(api.Languages(), ","),
+		"pool", opts.Pool, "max_runs", opts.MaxRuns, "queue", opts.Queue, "tools", len(tools))
+
+	var serveErr error
+	select {
+	case err := <-served:
+		serveErr = fmt.Errorf("serving on %s: %w", addr, err)
+	case <-ctx.Done():
+	}
+
+	// Shut down: stop accepting, wait for runs in flight (a second signal
+	// or the timeout aborts them), then close the runtimes (deferred).
+	log.Info("shutting down", "timeout", opts.Shutdown)
+	again := make(chan os.Signal, 1)
+	signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(again)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Shutdown)
+	defer cancel()
+	go func() {
+		select {
+		case <-again:
+			log.Warn("second signal: aborting runs in flight")
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	if err := hs.Shutdown(sctx); err != nil {
+		// Runs still in flight: abort them (their requests get an abort
+		// result), then drop the connections.
+		log.Warn("runs still in flight at the shutdown deadline: aborting them", "err", err)
+		actx, acancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if err := closeRuntimes(actx); err != nil {
+			log.Error("closing runtimes", "err", err)
+		}
+		acancel()
+		_ = hs.Close()
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer ccancel()
+	if err := closeRuntimes(cctx); err != nil {
+		return fmt.Errorf("closing the runtimes: %w", err)
+	}
+	if serveErr != nil {
+		return serveErr
+	}
+	log.Info("stopped: every run finished and every container removed")
+	return nil
+}
+
+// listenURL names where ln listens, as --listen takes it.
+func listenURL(ln net.Listener) string {
+	if a, ok := ln.Addr().(*net.UnixAddr); ok {
+		return "unix://" + a.Name
+	}
+	return "tcp://" + ln.Addr().String()
+}
