@@ -89,6 +89,7 @@ host's tools through a generated SDK over a websocket bridge.`,
 		newGCCmd(f),
 		newVersionCmd(f),
 		newBenchCmd(f),
+		newServeCmd(f),
 	)
 	return root
 }
