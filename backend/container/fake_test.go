@@ -257,6 +257,14 @@ func shortDir(t *testing.T) (string, error) {
 	return dir, nil
 }
 
+func shortDirB(b *testing.B) (string, error) {
+	dir, err := os.MkdirTemp("", "dshc")
+	if err == nil {
+		b.Cleanup(func() { os.RemoveAll(dir) })
+	}
+	return dir, err
+}
+
 func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string) {
 	t.Helper()
 	dir, _ := shortDir(t)
