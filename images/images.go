@@ -16,10 +16,8 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path"
 	"strings"
@@ -299,6 +297,3 @@ func tail(s string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-var _ = errors.New
-var _ = os.Getenv

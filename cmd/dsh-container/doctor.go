@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,11 +57,7 @@ func runDoctor(ctx context.Context, f *factory) error {
 		return errDoctor
 	}
 	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Driver)
-	var names []string
-	for name := range info.Runtimes {
-		names = append(names, name)
-	}
-	ok("OCI runtimes registered: %s (default %s)", strings.Join(sortedCopy(names), ", "), info.DefaultRuntime)
+	ok("OCI runtimes registered: %s (default %s)", strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), info.DefaultRuntime)
 	if rs, found := info.Runtimes["runsc"]; found {
 		args := strings.Join(rs.Args, " ")
 		if strings.Contains(args, "--host-uds=open") && strings.Contains(args, "--network=none") {
@@ -104,14 +102,4 @@ func runDoctor(ctx context.Context, f *factory) error {
 	}
 	fmt.Fprintln(f.stdout, "all checks passed")
 	return nil
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j] < out[j-1]; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
-	return out
 }
