@@ -1,9 +1,13 @@
 package main
 
 import (
+	"time"
+
 	"context"
 	"errors"
 	"fmt"
+	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 	"maps"
 	"os"
 	"os/exec"
@@ -87,6 +91,23 @@ func runDoctor(ctx context.Context, f *factory) error {
 			bad("run `dsh-container images build` (or `make images`)", "%s image %s is missing", st.Image.Language, st.Tag)
 		}
 	}
+	// A registered runtime may still be unusable on this host (crun refuses
+	// a hybrid cgroup layout, for one): start a container under each.
+	if len(statuses) > 0 && statuses[0].Present {
+		for _, name := range []string{"runc", "crun", "runsc"} {
+			if _, found := info.Runtimes[name]; !found {
+				continue
+			}
+			switch err := probeRuntime(ctx, cli, statuses[0].Tag, name); {
+			case err != nil && name == info.DefaultRuntime:
+				bad("fix the daemon's default OCI runtime (see `docker info`)", "the default runtime %s cannot start a container here: %v", name, err)
+			case err != nil:
+				note("runtime %s is registered but cannot start a container here, so --runtime %s will fail: %v", name, name, err)
+			default:
+				ok("runtime %s starts containers", name)
+			}
+		}
+	}
 	if _, err := exec.LookPath("mmdebstrap"); err != nil {
 		note("mmdebstrap is not installed; building images offline needs it (apt-get install mmdebstrap)")
 	}
@@ -102,4 +123,31 @@ func runDoctor(ctx context.Context, f *factory) error {
 	}
 	fmt.Fprintln(f.stdout, "all checks passed")
 	return nil
+}
+
+// probeRuntime starts and removes a trivial container under an OCI
+// runtime.
+func probeRuntime(ctx context.Context, cli *client.Client, image, runtime string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	resp, err := cli.ContainerCreate(ctx,
+		&dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Entrypoint: []string{}, Labels: map[string]string{container.LabelPrefix + "doctor": "probe"}},
+		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime}, nil, nil, "")
+	if err != nil {
+		return err
+	}
+	defer cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true})
+	wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
+	if err := cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err != nil {
+		return err
+	}
+	select {
+	case r := <-wait:
+		if r.StatusCode != 0 {
+			return fmt.Errorf("the probe exited with status %d", r.StatusCode)
+		}
+		return nil
+	case err := <-errc:
+		return err
+	}
 }
