@@ -386,7 +386,9 @@ func (sb *sandbox) exitFailure(st ExitStatus) *backend.Failure {
 		case <-t.C:
 		}
 		t.Stop()
-		if sb.heapOOM.Load() {
+		// V8 aborts (SIGABRT, 128+6) after the message; requiring both
+		// keeps a program that merely prints the text from posing as oom.
+		if sb.heapOOM.Load() && st.Code == 134 {
 			return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB (JavaScript heap out of memory)", sb.limits.MemoryBytes>>20)}
 		}
 	}
