@@ -596,3 +596,52 @@ func TestBindingsRunInIssueOrder(t *testing.T) {
 	}
 	d.checkNoLeaks(t, dir)
 }
+
+// blockingCPU is a driver whose CPU sampling hangs until cancelled, like a
+// stats API under load: frames must still flow.
+type blockingCPU struct{ *fakeDriver }
+
+func (b blockingCPU) CPUUsage(ctx context.Context, id string) (time.Duration, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+func TestSlowCPUSamplingNeverHoldsUpFrames(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for i := 1; i <= 10; i++ {
+			r.send(`{"type":"call","id":` + itoa(i) + `,"global":"tools","name":"echo","args":1}`)
+			if _, err := r.readResult(); err != nil {
+				return ExitStatus{Code: 90}
+			}
+		}
+		r.send(done(`"ok"`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, blockingCPU{d}, func(l *Limits) { l.WallTime = 5 * time.Second })
+	d.rt = rt
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: echoBindings()})
+	if err != nil || res.Error != nil || string(res.Value) != `"ok"` {
+		t.Fatalf("%v %+v", err, res.Error)
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// A runner exits right after its done frame; the exit status may reach
+// the host first, and the done frame must still win.
+func TestDoneRacingExit(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+			r.handshake()
+			r.send(done(`7`))
+			return ExitStatus{}
+		})
+		rt, dir := newTestRuntime(t, d, nil)
+		res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+		if err != nil || res.Error != nil || string(res.Value) != "7" {
+			t.Fatalf("iteration %d: %v %+v", i, err, res.Error)
+		}
+		d.checkNoLeaks(t, dir)
+	}
+}

@@ -192,11 +192,11 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	sb.callCtx, sb.cancelCalls = context.WithCancel(context.WithoutCancel(ctx))
 	defer sb.settle()
 
-	cpu0, cpuErr := sb.driver.CPUUsage(ctx, sb.id)
-	if cpuErr != nil {
-		log.Warn("cannot meter CPU; compute budget not enforced", "container_id", sb.id, "err", cpuErr)
-	}
 	start := time.Now()
+	// CPU is sampled off the run loop: a slow sample (the stats API) must
+	// never hold up frames.
+	cpuMeter := sb.startMeter(ctx, l.ComputeTime, log)
+	defer cpuMeter.stop()
 	if err := sb.peer.send(run); err != nil {
 		res.Error = &backend.Failure{Kind: backend.FailureExit, Message: "could not send the program to the runner: " + err.Error()}
 		return res
@@ -204,12 +204,6 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 
 	wall := time.NewTimer(l.WallTime)
 	defer wall.Stop()
-	var tick <-chan time.Time
-	if cpuErr == nil {
-		t := time.NewTicker(computePoll)
-		defer t.Stop()
-		tick = t.C
-	}
 	seen := map[int64]bool{}
 	// One dispatcher invokes the run's bindings one at a time, in the
 	// order the program issued the calls; the queue bounds what waits.
@@ -218,88 +212,163 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	defer close(queue)
 	sb.calls.Add(1)
 	go sb.dispatch(queue, pending)
-	var lastCPU time.Duration
 
 	finish := func(f *backend.Failure) backend.RunResult {
 		res.Stats.Wall = time.Since(start)
-		// A dead container's usage may read as zero: never report less
-		// than the last sample.
-		if cpu, err := sb.driver.CPUUsage(context.WithoutCancel(ctx), sb.id); err == nil && cpuErr == nil && cpu-cpu0 >= lastCPU {
-			res.Stats.CPU = cpu - cpu0
-		} else if cpuErr == nil {
-			res.Stats.CPU = lastCPU
-		}
+		res.Stats.CPU = cpuMeter.stop()
 		if f != nil {
 			res.Error = f
 			res.Value, res.ValueKind, res.ValueTruncated = nil, backend.ValueNone, false
 		}
 		return res
 	}
-
-	for {
-		select {
-		case f := <-sb.peer.frames:
-			if f.err != nil {
-				return finish(sb.lostRunner(ctx, f.err))
+	// handle applies one frame; it reports whether the run settled.
+	handle := func(fr frame) (backend.RunResult, bool) {
+		if fr.err != nil {
+			return finish(sb.lostRunner(ctx, fr.err)), true
+		}
+		switch m := fr.msg.(type) {
+		case *portproto.Call:
+			res.Stats.Calls++
+			if seen[m.ID] {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: duplicate call id %d", m.ID)}), true
 			}
-			switch m := f.msg.(type) {
-			case *portproto.Call:
-				res.Stats.Calls++
-				if seen[m.ID] {
-					return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: duplicate call id %d", m.ID)})
-				}
-				seen[m.ID] = true
-				fn := funcs[m.Global][m.Name]
-				if fn == nil {
-					msg := fmt.Sprintf("unknown binding %s[%q]", m.Global, m.Name)
-					if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: msg}); err != nil {
-						return finish(sb.lostRunner(ctx, err))
-					}
-					continue
-				}
+			seen[m.ID] = true
+			fn := funcs[m.Global][m.Name]
+			var reject string
+			if fn == nil {
+				reject = fmt.Sprintf("unknown binding %s[%q]", m.Global, m.Name)
+			} else {
 				select {
 				case pending <- struct{}{}:
 					queue <- queuedCall{m, fn} // never blocks: pending bounds it
 				default:
-					msg := fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
-					if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: msg}); err != nil {
-						return finish(sb.lostRunner(ctx, err))
-					}
-					continue
+					reject = fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
 				}
-			case *portproto.Log:
-				sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
-			case *portproto.Done:
-				if !m.OK {
-					return finish(&backend.Failure{Kind: backend.FailureException, Message: describeError(m.Error)})
+			}
+			if reject != "" {
+				if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}); err != nil {
+					return finish(sb.lostRunner(ctx, err)), true
 				}
-				if m.ValueKind != "" {
-					var cut bool
-					res.Value, cut = capValue(m.Value, l.ValueBytes)
-					res.ValueKind = backend.ValueKind(m.ValueKind)
-					res.ValueTruncated = cut || m.Truncated
-				}
-				return finish(nil)
-			case *portproto.Hello:
-				return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: second hello"})
 			}
-		case <-tick:
-			cpu, err := sb.driver.CPUUsage(ctx, sb.id)
-			if err != nil {
-				continue
+		case *portproto.Log:
+			sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
+		case *portproto.Done:
+			if !m.OK {
+				return finish(&backend.Failure{Kind: backend.FailureException, Message: describeError(m.Error)}), true
 			}
-			lastCPU = cpu - cpu0
-			if lastCPU >= l.ComputeTime {
-				return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", lastCPU.Round(time.Millisecond), l.ComputeTime)})
+			if m.ValueKind != "" {
+				var cut bool
+				res.Value, cut = capValue(m.Value, l.ValueBytes)
+				res.ValueKind = backend.ValueKind(m.ValueKind)
+				res.ValueTruncated = cut || m.Truncated
 			}
+			return finish(nil), true
+		case *portproto.Hello:
+			return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: second hello"}), true
+		}
+		return backend.RunResult{}, false
+	}
+
+	for {
+		select {
+		case fr := <-sb.peer.frames:
+			if r, settled := handle(fr); settled {
+				return r
+			}
+		case used := <-cpuMeter.over:
+			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", used.Round(time.Millisecond), l.ComputeTime)})
 		case <-wall.C:
 			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("wall-clock budget exceeded: the program ran for %v (limit %v)", time.Since(start).Round(time.Millisecond), l.WallTime)})
 		case st := <-sb.exit:
+			// A runner that finished exits right after its done frame:
+			// frames it sent before exiting still count.
+			drain := time.NewTimer(exitDrain)
+			for {
+				select {
+				case fr := <-sb.peer.frames:
+					if fr.err == nil {
+						if r, settled := handle(fr); settled {
+							drain.Stop()
+							return r
+						}
+						continue
+					}
+				case <-drain.C:
+				}
+				break
+			}
+			drain.Stop()
 			return finish(sb.exitFailure(st))
 		case <-ctx.Done():
 			return finish(abortFailure(ctx))
 		}
 	}
+}
+
+// exitDrain bounds how long frames are still read after the container's
+// exit status arrived.
+const exitDrain = 200 * time.Millisecond
+
+// meter samples a container's CPU usage in its own goroutine. The
+// baseline is taken as the program starts; once usage since then reaches
+// the limit, over receives it.
+type meter struct {
+	over   chan time.Duration
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	last   time.Duration
+}
+
+func (sb *sandbox) startMeter(ctx context.Context, limit time.Duration, log *slog.Logger) *meter {
+	ctx, cancel := context.WithCancel(ctx)
+	m := &meter{over: make(chan time.Duration, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		base, err := sb.driver.CPUUsage(ctx, sb.id)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Warn("cannot meter CPU; compute budget not enforced", "container_id", sb.id, "err", err)
+			}
+			return
+		}
+		t := time.NewTicker(computePoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			cpu, err := sb.driver.CPUUsage(ctx, sb.id)
+			if err != nil {
+				continue
+			}
+			used := cpu - base
+			m.mu.Lock()
+			// A dead container's usage may read as zero: never go back.
+			if used > m.last {
+				m.last = used
+			}
+			used = m.last
+			m.mu.Unlock()
+			if used >= limit {
+				m.over <- used
+				return
+			}
+		}
+	}()
+	return m
+}
+
+// stop ends sampling and returns the CPU time used (0 when unmetered).
+func (m *meter) stop() time.Duration {
+	m.cancel() // also cuts short a slow sample
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
 }
 
 type queuedCall struct {
