@@ -30,6 +30,14 @@ images: deps build ## build the runner images offline (base from Debian packages
 sdk-check-image: deps build ## build the test-only TypeScript/Python compiler image
 	$(BIN) images build --sdk-check
 
+# The daemon image's base: the offline base `images build` made, unless given.
+DAEMON_BASE ?= $$($(BIN) images tags | awk '$$1=="base"{print $$2}')
+
+.PHONY: daemon-image
+daemon-image: images ## build dsh-container/daemon:latest for docker-compose (static binary on the offline base)
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN) ./cmd/dsh-container
+	docker build -f images/daemon/Dockerfile -t dsh-container/daemon:latest --build-arg BASE=$(DAEMON_BASE) .
+
 .PHONY: demo
 demo: images ## set up and run the demo: a program calling two host tools in a container
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
