@@ -10,7 +10,7 @@ SDK_CHECK_IMAGE = $$($(BIN) images tags | awk '$$1=="sdk-check"{print $$2}')
 
 .PHONY: help
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z0-9_-]+:.*## /{printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
 deps: ## install the host packages the build needs (mmdebstrap; needs root)

@@ -34,7 +34,14 @@ type RunRequest struct {
 // `dsh-container run --json` prints, plus the call id and the run's
 // tool/code-dispatch events.
 type RunResponse struct {
-	ID             string             `json:"id"`
+	ID string `json:"id"`
+	Report
+	Events []registry.Event `json:"events"`
+}
+
+// Report is a run's outcome as JSON: what `dsh-container run --json`
+// prints, and the body of a run response.
+type Report struct {
 	Value          json.RawMessage    `json:"value"`
 	ValueKind      string             `json:"valueKind,omitempty"`
 	Logs           []backend.LogEntry `json:"logs"`
@@ -42,7 +49,22 @@ type RunResponse struct {
 	LogsTruncated  bool               `json:"logsTruncated"`
 	ValueTruncated bool               `json:"valueTruncated"`
 	Stats          Stats              `json:"stats"`
-	Events         []registry.Event   `json:"events"`
+}
+
+// NewReport renders a run result; value and logs are never null.
+func NewReport(cr *backend.RunResult) Report {
+	r := Report{
+		Value: cr.Value, ValueKind: string(cr.ValueKind), Logs: cr.Logs, Error: cr.Error,
+		LogsTruncated: cr.LogsTruncated, ValueTruncated: cr.ValueTruncated,
+		Stats: Stats{WallMs: ms(cr.Stats.Wall), CPUMs: ms(cr.Stats.CPU), StartupMs: ms(cr.Stats.Startup), Calls: cr.Stats.Calls},
+	}
+	if r.Value == nil {
+		r.Value = json.RawMessage("null")
+	}
+	if r.Logs == nil {
+		r.Logs = []backend.LogEntry{}
+	}
+	return r
 }
 
 // Stats are a run's measurements in milliseconds, as `run --json` prints
@@ -166,19 +188,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	cr := res.CodeRun
 	s.metrics.observeRun(lang, cr)
 	mu.Lock()
-	out := RunResponse{
-		ID: id, Value: cr.Value, ValueKind: string(cr.ValueKind), Logs: cr.Logs, Error: cr.Error,
-		LogsTruncated: cr.LogsTruncated, ValueTruncated: cr.ValueTruncated,
-		Stats:  Stats{WallMs: ms(cr.Stats.Wall), CPUMs: ms(cr.Stats.CPU), StartupMs: ms(cr.Stats.Startup), Calls: cr.Stats.Calls},
-		Events: events,
-	}
+	out := RunResponse{ID: id, Report: NewReport(cr), Events: events}
 	mu.Unlock()
-	if out.Value == nil {
-		out.Value = json.RawMessage("null")
-	}
-	if out.Logs == nil {
-		out.Logs = []backend.LogEntry{}
-	}
 	s.log.Info("run", "call_id", id, "language", string(lang), "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
 	writeJSON(w, http.StatusOK, out)

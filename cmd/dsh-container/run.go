@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-container/dsh-container/images"
 	"github.com/dsh-container/dsh-container/manifest"
 	"github.com/dsh-container/dsh-container/registry"
+	"github.com/dsh-container/dsh-container/server"
 )
 
 type runOptions struct {
@@ -251,39 +252,9 @@ func commandTool(t manifest.Tool) registry.Tool {
 	}
 }
 
-// jsonReport is the --json output.
-type jsonReport struct {
-	Value          json.RawMessage    `json:"value"`
-	ValueKind      string             `json:"valueKind,omitempty"`
-	Logs           []backend.LogEntry `json:"logs"`
-	Error          *backend.Failure   `json:"error"`
-	LogsTruncated  bool               `json:"logsTruncated"`
-	ValueTruncated bool               `json:"valueTruncated"`
-	Stats          jsonStats          `json:"stats"`
-}
-
-type jsonStats struct {
-	WallMs    float64 `json:"wallMs"`
-	CPUMs     float64 `json:"cpuMs"`
-	StartupMs float64 `json:"startupMs"`
-	Calls     int     `json:"calls"`
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
 func report(f *factory, asJSON bool, r *backend.RunResult) error {
 	if asJSON {
-		out := jsonReport{
-			Value: r.Value, ValueKind: string(r.ValueKind), Logs: r.Logs, Error: r.Error,
-			LogsTruncated: r.LogsTruncated, ValueTruncated: r.ValueTruncated,
-			Stats: jsonStats{WallMs: ms(r.Stats.Wall), CPUMs: ms(r.Stats.CPU), StartupMs: ms(r.Stats.Startup), Calls: r.Stats.Calls},
-		}
-		if out.Value == nil {
-			out.Value = json.RawMessage("null")
-		}
-		if out.Logs == nil {
-			out.Logs = []backend.LogEntry{}
-		}
+		out := server.NewReport(r)
 		enc := json.NewEncoder(f.stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
