@@ -241,21 +241,19 @@ type Status struct {
 // Check reports whether each runner image (for the default base) is
 // present, and which stale tags of it exist.
 func Check(ctx context.Context, cli client.APIClient, ims []Image) ([]Status, error) {
+	list, err := cli.ImageList(ctx, dimage.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
 	var out []Status
 	for _, im := range ims {
 		st := Status{Image: im, Tag: im.DefaultTag()}
-		ok, err := Exists(ctx, cli, st.Tag)
-		if err != nil {
-			return nil, err
-		}
-		st.Present = ok
-		list, err := cli.ImageList(ctx, dimage.ListOptions{})
-		if err != nil {
-			return nil, err
-		}
 		for _, s := range list {
 			for _, t := range s.RepoTags {
-				if strings.HasPrefix(t, Repository+im.Name+":") && t != st.Tag {
+				switch {
+				case t == st.Tag:
+					st.Present = true
+				case strings.HasPrefix(t, Repository+im.Name+":"):
 					st.Stale = append(st.Stale, t)
 				}
 			}
