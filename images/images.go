@@ -95,13 +95,16 @@ func (im Image) files() ([]string, error) {
 	return names, nil
 }
 
-// Tag is the image's content-addressed tag for the given base.
-func (im Image) Tag(base string) string {
+// Tag is the image's content-addressed tag: a hash of its build inputs
+// (Dockerfile and bootstrap). The base is not part of it, so an image built
+// on any base (`--base`) is the one `run` finds; the base used is recorded
+// in a label.
+func (im Image) Tag() string {
 	files, err := im.files()
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
 	}
-	parts := []string{base}
+	var parts []string
 	for _, f := range files {
 		data, _ := inputs.ReadFile(path.Join(im.Name, f))
 		parts = append(parts, f, string(data))
@@ -109,8 +112,8 @@ func (im Image) Tag(base string) string {
 	return Repository + im.Name + ":" + hash(parts...)
 }
 
-// DefaultTag is the tag for the default offline base.
-func (im Image) DefaultTag() string { return im.Tag(DefaultBase.Tag()) }
+// DefaultTag is the tag the runtime looks for (see Tag).
+func (im Image) DefaultTag() string { return im.Tag() }
 
 func hash(parts ...string) string {
 	h := sha256.New()
@@ -168,10 +171,10 @@ func EnsureBase(ctx context.Context, cli client.APIClient, b Base, progress io.W
 	return nil
 }
 
-// Build builds im on base unless the daemon already has its tag. It
-// returns the tag.
+// Build builds im on base unless the daemon already has its tag (built on
+// whatever base). It returns the tag.
 func Build(ctx context.Context, cli client.APIClient, im Image, base string, progress io.Writer) (string, error) {
-	tag := im.Tag(base)
+	tag := im.Tag()
 	ok, err := Exists(ctx, cli, tag)
 	if err != nil {
 		return "", err
@@ -191,7 +194,7 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 		Remove:      true,
 		ForceRemove: true,
 		Version:     dbuild.BuilderV1,
-		Labels:      map[string]string{"io.dsh-container.inputs": strings.TrimPrefix(tag, Repository)},
+		Labels:      map[string]string{"io.dsh-container.inputs": strings.TrimPrefix(tag, Repository), "io.dsh-container.base": base},
 	})
 	if err != nil {
 		return "", err
@@ -261,6 +264,28 @@ func Check(ctx context.Context, cli client.APIClient, ims []Image) ([]Status, er
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// PruneStale removes the daemon's older tags of im (other build inputs),
+// leaving keep. A tag still used by a container stays; it is reported.
+func PruneStale(ctx context.Context, cli client.APIClient, im Image, keep string, progress io.Writer) error {
+	list, err := cli.ImageList(ctx, dimage.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		for _, t := range s.RepoTags {
+			if t == keep || !strings.HasPrefix(t, Repository+im.Name+":") {
+				continue
+			}
+			if _, err := cli.ImageRemove(ctx, t, dimage.RemoveOptions{PruneChildren: true}); err != nil {
+				fmt.Fprintf(progress, "kept stale %s: %v\n", t, err)
+				continue
+			}
+			fmt.Fprintf(progress, "removed stale %s\n", t)
+		}
+	}
+	return nil
 }
 
 // ErrMissing reports a runner image that must be built first.

@@ -72,6 +72,9 @@ func runImagesBuild(ctx context.Context, f *factory, base string, sdkCheck bool)
 			return err
 		}
 		fmt.Fprintf(f.stdout, "%s ready: %s\n", im.Name, tag)
+		if err := images.PruneStale(ctx, cli, im, tag, f.stdout); err != nil {
+			return err
+		}
 	}
 	return nil
 }
