@@ -16,7 +16,6 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/images"
 	"github.com/dsh-container/dsh-container/manifest"
 	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
@@ -167,11 +166,9 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	var m *manifest.Manifest
-	if opts.Tools != "" {
-		if m, err = manifest.Load(opts.Tools, manifest.Options{RequireCommand: true}); err != nil {
-			return err
-		}
+	tools, err := loadTools(opts.Tools)
+	if err != nil {
+		return err
 	}
 
 	drv, err := f.connect(ctx)
@@ -181,20 +178,11 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	defer drv.Close()
 	log := f.logger()
 	// Start-up reaping: remove what dead runs of earlier processes left.
-	if rep, err := container.Reap(ctx, drv, container.ReapOptions{}); err != nil {
-		log.Warn("reaper", "err", err)
-	} else if n := len(rep.Containers) + len(rep.SocketDirs); n > 0 {
-		log.Info("reaped leftovers of dead runs", "containers", len(rep.Containers), "socket_dirs", len(rep.SocketDirs))
-	}
-	tag, err := f.imageFor(lang)
+	tags, err := readyHost(ctx, f, drv, log, lang)
 	if err != nil {
 		return err
 	}
-	if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
-		return err
-	} else if !ok {
-		return images.ErrMissing(tag)
-	}
+	tag := tags[lang]
 
 	rt, err := container.New(drv,
 		container.WithLanguage(lang),
@@ -218,11 +206,9 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))
 	}
 	reg := registry.New(regOpts...)
-	if m != nil {
-		for _, t := range m.Tools {
-			if err := reg.Register(commandTool(t)); err != nil {
-				return usagef("tool manifest %s: %v", opts.Tools, err)
-			}
+	for _, t := range tools {
+		if err := reg.Register(t); err != nil {
+			return usagef("tool manifest %s: %v", opts.Tools, err)
 		}
 	}
 	args, _ := json.Marshal(map[string]string{"code": program})

@@ -22,8 +22,6 @@ import (
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/images"
-	"github.com/dsh-container/dsh-container/manifest"
-	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
 )
 
@@ -132,15 +130,9 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var tools []registry.Tool
-	if opts.Tools != "" {
-		m, err := manifest.Load(opts.Tools, manifest.Options{RequireCommand: true})
-		if err != nil {
-			return err
-		}
-		for _, t := range m.Tools {
-			tools = append(tools, commandTool(t))
-		}
+	tools, err := loadTools(opts.Tools)
+	if err != nil {
+		return err
 	}
 	level := slog.LevelInfo
 	if f.verbose {
@@ -153,23 +145,9 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		return err
 	}
 	defer drv.Close()
-	if rep, err := container.Reap(ctx, drv, container.ReapOptions{}); err != nil {
-		log.Warn("reaper", "err", err)
-	} else if n := len(rep.Containers) + len(rep.SocketDirs); n > 0 {
-		log.Info("reaped leftovers of dead runs", "containers", len(rep.Containers), "socket_dirs", len(rep.SocketDirs))
-	}
-	tags := map[backend.Language]string{}
-	for _, l := range langs {
-		tag, err := f.imageFor(l)
-		if err != nil {
-			return err
-		}
-		if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
-			return err
-		} else if !ok {
-			return images.ErrMissing(tag)
-		}
-		tags[l] = tag
+	tags, err := readyHost(ctx, f, drv, log, langs...)
+	if err != nil {
+		return err
 	}
 
 	// The runtimes outlive every request; closing them drains the pools
