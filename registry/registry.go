@@ -36,6 +36,7 @@ type config struct {
 	mode      Mode
 	runtime   backend.Runtime
 	sink      func(Event)
+	logSink   func(callID string, e backend.LogEntry)
 	logger    *slog.Logger
 	pre       []PreExecuteHook
 	guards    []Guard
@@ -75,6 +76,13 @@ func WithRuntime(rt backend.Runtime) Option {
 // events are dropped.
 func WithEventSink(sink func(Event)) Option {
 	return func(c *config) { c.sink = sink }
+}
+
+// WithLogSink receives each log entry of a run_code program as the runtime
+// captures it, with the run_code call's id, before Execute returns (the
+// result carries them all as well). It must not block for long.
+func WithLogSink(sink func(callID string, e backend.LogEntry)) Option {
+	return func(c *config) { c.logSink = sink }
 }
 
 // WithLogger sets the logger (default: discard). Keys are snake_case.

@@ -64,10 +64,15 @@ func (r *Registry) runCode(ctx context.Context, exec Execution) Result {
 	b := r.newBridge(ctx, exec)
 	runRes, runErr := func() (backend.RunResult, error) {
 		defer b.settle() // also when Run panics: no dispatch goroutine survives
-		return rt.Run(b.ctx, backend.RunRequest{
+		req := backend.RunRequest{
 			Program:  exec.Program(),
 			Bindings: []backend.BindingNamespace{{Global: BindingGlobal, Functions: b.functions()}},
-		})
+		}
+		if sink := r.cfg.logSink; sink != nil {
+			id := exec.CallID
+			req.Logs = func(e backend.LogEntry) { sink(id, e) }
+		}
+		return rt.Run(b.ctx, req)
 	}()
 	if runErr != nil {
 		return errorResult(fmt.Errorf("%s: code runtime: %w", RunCode, runErr))

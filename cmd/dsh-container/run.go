@@ -205,6 +205,10 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		enc := json.NewEncoder(f.stderr)
 		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))
 	}
+	if !opts.JSON {
+		// Human output streams the program's logs as they happen.
+		regOpts = append(regOpts, registry.WithLogSink(func(_ string, e backend.LogEntry) { printLog(f, e) }))
+	}
 	reg := registry.New(regOpts...)
 	for _, t := range tools {
 		if err := reg.Register(t); err != nil {
@@ -255,21 +259,25 @@ func report(f *factory, asJSON bool, r *backend.RunResult) error {
 	return nil
 }
 
-func printHuman(f *factory, r *backend.RunResult) {
-	for _, e := range r.Logs {
-		switch e.Source {
-		case backend.SourceConsole:
-			prefix := ""
-			if e.Level != backend.LevelLog && e.Level != backend.LevelInfo {
-				prefix = "[" + string(e.Level) + "] "
-			}
-			fmt.Fprintln(f.stdout, prefix+strings.TrimSuffix(e.Text, "\n"))
-		case backend.SourceStderr:
-			io.WriteString(f.stderr, e.Text)
-		default:
-			io.WriteString(f.stdout, e.Text)
+// printLog prints one log entry for people: console entries as lines
+// (levels other than log/info tagged), raw output as written.
+func printLog(f *factory, e backend.LogEntry) {
+	switch e.Source {
+	case backend.SourceConsole:
+		prefix := ""
+		if e.Level != backend.LevelLog && e.Level != backend.LevelInfo {
+			prefix = "[" + string(e.Level) + "] "
 		}
+		fmt.Fprintln(f.stdout, prefix+strings.TrimSuffix(e.Text, "\n"))
+	case backend.SourceStderr:
+		io.WriteString(f.stderr, e.Text)
+	default:
+		io.WriteString(f.stdout, e.Text)
 	}
+}
+
+// printHuman prints the end of a run for people; the logs were streamed.
+func printHuman(f *factory, r *backend.RunResult) {
 	if r.LogsTruncated {
 		fmt.Fprintln(f.stderr, "dsh-container: log output truncated at the cap")
 	}
