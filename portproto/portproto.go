@@ -7,7 +7,7 @@
 //
 //	runner → host  hello  {type, version, language, runner}   first frame, on connect
 //	host → runner  run    {type, version, program, sourceMap?, bindings, limits}
-//	runner → host  call   {type, id, global, name, args}      any number, ids unique
+//	runner → host  call   {type, id, global, name, args}      any number, ids increasing
 //	host → runner  result {type, id, ok, value? | message?}   one per accepted call
 //	runner → host  log    {type, source, level?, text}        any number
 //	runner → host  done   {type, ok, value?, valueKind?, truncated?, error?}  last frame

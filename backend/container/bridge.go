@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -46,7 +47,7 @@ const (
 // newBridge creates a private directory under base and starts serving a
 // websocket endpoint on a socket inside it.
 func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
-	if err := os.MkdirAll(base, 0o700); err != nil {
+	if err := privateDir(base); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	dir, err := os.MkdirTemp(base, sockDirPrefix())
@@ -92,6 +93,30 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 		_ = b.srv.Serve(ln)
 	}()
 	return b, nil
+}
+
+// privateDir makes dir (and parents) if needed and insists that dir itself
+// is a real directory owned by this user and closed to everyone else: on a
+// shared /tmp another user could otherwise pre-create it, watch the
+// per-run sockets and connect before the runner does.
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s belongs to uid %d, not to this user (%d); remove it or choose another directory", dir, st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700)
+	}
+	return nil
 }
 
 var upgrader = websocket.Upgrader{

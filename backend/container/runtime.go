@@ -68,6 +68,9 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if o.poolTTL != 0 && o.poolTTL < 10*time.Millisecond {
+		return nil, fmt.Errorf("%w: pool TTL %v: must be at least 10ms", errdefs.ErrInvalidArgument, o.poolTTL)
+	}
 	if o.poolSize < 0 || o.maxRuns < 0 || o.queueLength < 0 {
 		return nil, fmt.Errorf("%w: pool size, max runs and queue length must not be negative", errdefs.ErrInvalidArgument)
 	}

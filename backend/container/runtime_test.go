@@ -113,7 +113,7 @@ func TestRunScripted(t *testing.T) {
 				<-ctx.Done()
 				return ExitStatus{Code: 137}
 			},
-			check: wantFailure(backend.FailureExit, "duplicate call id 5"),
+			check: wantFailure(backend.FailureExit, "call id 5 after 5"),
 		},
 		{
 			name: "malformed JSON breaks protocol",

@@ -46,6 +46,13 @@ type sandbox struct {
 	calls       sync.WaitGroup
 	settledMu   sync.Mutex
 	settled     bool
+
+	// outbox feeds the writer goroutine; writeFailed reports its first
+	// write error; writerQuit stops it.
+	outbox      chan any
+	writeFailed chan error
+	writerQuit  chan struct{}
+	stopOnce    sync.Once
 }
 
 const teardownTimeout = 30 * time.Second
@@ -68,9 +75,17 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	// the container after the client gave up, and then nobody would know
 	// its id to remove it. It is bounded instead, and ctx checked after.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-	id, err := r.driver.Create(cctx, r.spec(runID, b.dir))
+	spec := r.spec(runID, b.dir)
+	id, err := r.driver.Create(cctx, spec)
 	cancel()
 	if err != nil {
+		// The daemon may still have created it (a timeout): remove it by
+		// its name; NotFound is the usual answer.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+		if rerr := r.driver.Remove(rctx, spec.Name); rerr != nil && !errdefs.IsNotFound(rerr) {
+			log.Warn("could not remove a container whose creation failed", "name", spec.Name, "err", rerr)
+		}
+		rcancel()
 		return nil, err
 	}
 	sb.id = id
@@ -193,27 +208,34 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	defer sb.settle()
 
 	start := time.Now()
+	wall := time.NewTimer(l.WallTime)
+	defer wall.Stop()
 	// CPU is sampled off the run loop: a slow sample (the stats API) must
 	// never hold up frames.
 	cpuMeter := sb.startMeter(ctx, l.ComputeTime, log)
 	defer cpuMeter.stop()
-	if err := sb.peer.send(run); err != nil {
-		res.Error = &backend.Failure{Kind: backend.FailureExit, Message: "could not send the program to the runner: " + err.Error()}
-		return res
-	}
+	// Every frame to the runner goes through one writer goroutine, so the
+	// run loop never blocks on a runner that stops reading. Each accepted
+	// call yields one reply and calls beyond the caps are rejected, so the
+	// outbox only overflows when the runner floods calls without reading
+	// the replies: the run then ends.
+	sb.startWriter(2*l.PendingCalls + 2)
+	sb.post(run)
 
-	wall := time.NewTimer(l.WallTime)
-	defer wall.Stop()
-	seen := map[int64]bool{}
+	var lastID int64
 	// One dispatcher invokes the run's bindings one at a time, in the
-	// order the program issued the calls; the queue bounds what waits.
+	// order the program issued the calls. pending bounds the calls waiting
+	// or running, queuedBytes the bytes of their arguments.
 	queue := make(chan queuedCall, l.PendingCalls)
 	pending := make(chan struct{}, l.PendingCalls)
+	var queuedBytes atomic.Int64
 	defer close(queue)
 	sb.calls.Add(1)
-	go sb.dispatch(queue, pending)
+	go sb.dispatch(queue, pending, &queuedBytes)
 
 	finish := func(f *backend.Failure) backend.RunResult {
+		// Settle first: from here on no queued binding starts.
+		sb.settle()
 		res.Stats.Wall = time.Since(start)
 		res.Stats.CPU = cpuMeter.stop()
 		if f != nil {
@@ -230,26 +252,28 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		switch m := fr.msg.(type) {
 		case *portproto.Call:
 			res.Stats.Calls++
-			if seen[m.ID] {
-				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: duplicate call id %d", m.ID)}), true
+			if m.ID <= lastID {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: call id %d after %d (ids must increase)", m.ID, lastID)}), true
 			}
-			seen[m.ID] = true
+			lastID = m.ID
 			fn := funcs[m.Global][m.Name]
 			var reject string
-			if fn == nil {
+			switch size := int64(len(m.Args)); {
+			case fn == nil:
 				reject = fmt.Sprintf("unknown binding %s[%q]", m.Global, m.Name)
-			} else {
+			case queuedBytes.Load()+size > int64(l.FrameBytes):
+				reject = fmt.Sprintf("too many bytes of arguments waiting (limit %d)", l.FrameBytes)
+			default:
 				select {
 				case pending <- struct{}{}:
+					queuedBytes.Add(size)
 					queue <- queuedCall{m, fn} // never blocks: pending bounds it
 				default:
 					reject = fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
 				}
 			}
-			if reject != "" {
-				if err := sb.peer.send(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}); err != nil {
-					return finish(sb.lostRunner(ctx, err)), true
-				}
+			if reject != "" && !sb.post(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}) {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: it floods calls without reading the replies"}), true
 			}
 		case *portproto.Log:
 			sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
@@ -276,6 +300,8 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 			if r, settled := handle(fr); settled {
 				return r
 			}
+		case err := <-sb.writeFailed:
+			return finish(sb.lostRunner(ctx, err))
 		case used := <-cpuMeter.over:
 			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", used.Round(time.Millisecond), l.ComputeTime)})
 		case <-wall.C:
@@ -378,29 +404,72 @@ type queuedCall struct {
 
 // dispatch serves queued calls in order until the queue is closed. Calls
 // still queued at settlement are abandoned: their bindings never start.
-func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}) {
+func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}, queuedBytes *atomic.Int64) {
 	defer sb.calls.Done()
 	for q := range queue {
-		if sb.callCtx.Err() != nil {
-			<-pending
-			continue
-		}
-		value, err := invoke(sb.callCtx, q.fn, q.call.Args)
-		reply := portproto.Result{Type: portproto.TypeResult, ID: q.call.ID, OK: err == nil, Value: value}
-		if err != nil {
-			reply.Message = err.Error()
-			if reply.Message == "" {
-				reply.Message = "binding failed"
-			}
-		}
+		// Checked under settledMu, so a binding either starts before the
+		// run settles or never.
 		sb.settledMu.Lock()
-		if !sb.settled {
-			// A send failure surfaces as a read error in the run loop.
-			_ = sb.peer.send(reply)
-		}
+		settled := sb.settled
 		sb.settledMu.Unlock()
+		if !settled {
+			value, err := invoke(sb.callCtx, q.fn, q.call.Args)
+			reply := portproto.Result{Type: portproto.TypeResult, ID: q.call.ID, OK: err == nil, Value: value}
+			if err != nil {
+				reply.Message = err.Error()
+				if reply.Message == "" {
+					reply.Message = "binding failed"
+				}
+			}
+			// A full outbox means the run is ending (see execute).
+			sb.post(reply)
+		}
+		queuedBytes.Add(-int64(len(q.call.Args)))
 		<-pending
 	}
+}
+
+// startWriter starts the goroutine that writes frames to the runner in
+// the order they are posted, until the run is stopped.
+func (sb *sandbox) startWriter(capacity int) {
+	sb.outbox = make(chan any, capacity)
+	sb.writeFailed = make(chan error, 1)
+	sb.writerQuit = make(chan struct{})
+	sb.calls.Add(1)
+	go func() {
+		defer sb.calls.Done()
+		for {
+			select {
+			case <-sb.writerQuit:
+				return
+			case f := <-sb.outbox:
+				if sb.isSettled() {
+					continue
+				}
+				if err := sb.peer.send(f); err != nil {
+					sb.writeFailed <- err
+					return
+				}
+			}
+		}
+	}()
+}
+
+// post queues a frame for the writer; it reports false when the outbox is
+// full. It never blocks.
+func (sb *sandbox) post(f any) bool {
+	select {
+	case sb.outbox <- f:
+		return true
+	default:
+		return false
+	}
+}
+
+func (sb *sandbox) isSettled() bool {
+	sb.settledMu.Lock()
+	defer sb.settledMu.Unlock()
+	return sb.settled
 }
 
 // settle marks the run settled: no binding result is sent after it, and
@@ -475,14 +544,27 @@ func exitFailure(st ExitStatus, l Limits) *backend.Failure {
 	return &backend.Failure{Kind: backend.FailureExit, Message: msg}
 }
 
+// maxFailureBytes caps the failure message a runner reports: it reaches
+// the model like logs do, and must not bypass their cap.
+const maxFailureBytes = 16 << 10
+
 func describeError(e *portproto.ProgramError) string {
-	if e.Stack != "" {
-		return e.Stack
+	msg := e.Stack
+	switch {
+	case msg != "":
+	case e.Message == "":
+		msg = e.Name
+	default:
+		msg = e.Name + ": " + e.Message
 	}
-	if e.Message == "" {
-		return e.Name
+	if len(msg) <= maxFailureBytes {
+		return msg
 	}
-	return e.Name + ": " + e.Message
+	cut := maxFailureBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf("… (%d more bytes cut)", len(msg)-cut)
 }
 
 // invoke calls a binding, turning a panic into an error and checking that
@@ -545,8 +627,7 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 		errs = append(errs, err)
 	}
 	sb.readers.Wait()
-	sb.settle()
-	sb.calls.Wait()
+	sb.stop() // no-op after Run's stop; settles a sandbox that never ran
 	if err := errors.Join(errs...); err != nil {
 		log.Error("teardown incomplete; the reaper will finish it", "container_id", sb.id, "err", err)
 	}
@@ -558,11 +639,22 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 // the slow part — is left to teardown. Raw output the container writes
 // after settlement is not part of the result.
 func (sb *sandbox) stop() {
-	sb.settle()
-	if sb.peer != nil {
-		sb.peer.close()
-	}
-	sb.calls.Wait()
+	sb.stopOnce.Do(func() {
+		sb.settle()
+		// Nothing reaches the caller's log callback after Run returns.
+		sb.out.mu.Lock()
+		sb.out.onEntry = nil
+		sb.out.mu.Unlock()
+		// Closing the connection first unblocks a write stuck on a
+		// runner that stopped reading.
+		if sb.peer != nil {
+			sb.peer.close()
+		}
+		if sb.writerQuit != nil {
+			close(sb.writerQuit)
+		}
+		sb.calls.Wait()
+	})
 }
 
 // logSink collects log entries under the byte cap, in arrival order.

@@ -865,8 +865,10 @@ class Runner:
                     raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
                 self._next_id += 1
                 self._outstanding[call_id] = (fut, name)
-        if not settled:  # once settled nothing more goes out, and the call never ends
-            self.send(frame)
+                # Sent under the lock: the host requires increasing ids,
+                # even when a program calls tools from several threads.
+                self.send(frame)
+        # Once settled nothing more goes out, and the call never ends.
         return await fut
 
     # -- logs

@@ -1,0 +1,223 @@
+package container
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dsh-container/dsh-container/backend"
+)
+
+// Regression tests from a review of the host end against hostile runners.
+
+func blockNS() []backend.BindingNamespace {
+	return []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{
+		"block": func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}}}
+}
+
+// Arguments of waiting calls are bounded in bytes, not only in number.
+func TestQueuedArgumentBytesAreCapped(t *testing.T) {
+	arg := `"` + strings.Repeat("A", 150<<10) + `"`
+	var rejected atomic.Int32
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for i := 1; i <= 6; i++ {
+			r.send(fmt.Sprintf(`{"type":"call","id":%d,"global":"tools","name":"block","args":%s}`, i, arg))
+		}
+		for i := 2; i <= 6; i++ { // call 1 waits in the binding
+			res, err := r.readResult()
+			if err != nil {
+				return ExitStatus{Code: 90}
+			}
+			if !res.OK && strings.Contains(res.Message, "bytes of arguments") {
+				rejected.Add(1)
+			}
+		}
+		r.send(done(`"ok"`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, func(l *Limits) { l.ProgramBytes = 64 << 10; l.FrameBytes = 256 << 10 })
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: blockNS()})
+	if err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	if rejected.Load() != 5 {
+		t.Fatalf("%d of 5 over-cap calls rejected", rejected.Load())
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// A runner that floods calls and never reads the replies cannot hold up
+// the budgets: the compute budget still decides the outcome.
+func TestFloodWithoutReadingKeepsBudgets(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		go func() {
+			for i := 1; i <= 200000; i++ {
+				if r.send(`{"type":"call","id":`+itoa(i)+`,"global":"tools","name":"nope","args":null}`) != nil {
+					return
+				}
+			}
+		}()
+		<-ctx.Done()
+		return ExitStatus{Code: 137}
+	})
+	d.cpu = func(e time.Duration) time.Duration { return e } // a hot loop
+	rt, dir := newTestRuntime(t, d, func(l *Limits) { l.ComputeTime = 200 * time.Millisecond; l.WallTime = 3 * time.Second })
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: blockNS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Either the budget fires first or the flood is detected; never a
+	// stall ending in a misreported broken bridge.
+	if res.Error == nil || !(res.Error.Kind == backend.FailureTimeout || strings.Contains(res.Error.Message, "floods calls")) {
+		t.Fatalf("got %+v", res.Error)
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// A binding result too large for a runner that stops reading never holds
+// up settlement.
+func TestBlockedResultWriteDoesNotHoldSettlement(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for i := 1; i <= 40; i++ {
+			r.send(`{"type":"call","id":` + itoa(i) + `,"global":"tools","name":"big","args":null}`)
+		}
+		<-ctx.Done() // never reads
+		return ExitStatus{Code: 137}
+	})
+	rt, dir := newTestRuntime(t, d, func(l *Limits) { l.WallTime = 300 * time.Millisecond })
+	bigv := json.RawMessage(`"` + strings.Repeat("v", 1<<20) + `"`)
+	ns := []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{
+		"big": func(context.Context, json.RawMessage) (json.RawMessage, error) { return bigv, nil },
+	}}}
+	done := make(chan backend.RunResult, 1)
+	go func() {
+		res, _ := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: ns})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.Error == nil || res.Error.Kind != backend.FailureTimeout {
+			t.Fatalf("got %+v", res.Error)
+		}
+	case <-time.After(writeTimeout - time.Second):
+		t.Fatal("Run waited for a blocked write instead of settling at the wall budget")
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+type slowRemove struct{ *fakeDriver }
+
+func (s slowRemove) Remove(ctx context.Context, id string) error {
+	time.Sleep(200 * time.Millisecond)
+	return s.fakeDriver.Remove(ctx, id)
+}
+
+// The caller's log callback is never called after Run returns, even while
+// the container is still being removed.
+func TestNoLogCallbackAfterRunReturns(t *testing.T) {
+	fd := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for {
+			select {
+			case <-ctx.Done():
+				return ExitStatus{Code: 137}
+			case <-time.After(5 * time.Millisecond):
+				fmt.Fprintf(r.Out, "tick\n")
+			}
+		}
+	})
+	rt, dir := newTestRuntime(t, slowRemove{fd}, func(l *Limits) { l.WallTime = 200 * time.Millisecond })
+	fd.rt = rt
+	var returned atomic.Bool
+	var late atomic.Int64
+	rt.Run(context.Background(), backend.RunRequest{Program: "x", Logs: func(backend.LogEntry) {
+		if returned.Load() {
+			late.Add(1)
+		}
+	}})
+	returned.Store(true)
+	fd.checkNoLeaks(t, dir)
+	if n := late.Load(); n != 0 {
+		t.Fatalf("%d log callbacks after Run returned", n)
+	}
+}
+
+// The failure message reaches the model like logs do: it is capped.
+func TestFailureMessageIsCapped(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		r.send(`{"type":"done","ok":false,"error":{"name":"Error","message":"m","stack":"` + strings.Repeat("S", 1<<20) + `"}}`)
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	res, _ := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+	if res.Error == nil || len(res.Error.Message) > maxFailureBytes+64 || !strings.Contains(res.Error.Message, "more bytes cut") {
+		t.Fatalf("message of %d bytes", len(res.Error.Message))
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// A call queued behind a running binding never starts once the program
+// is done.
+func TestNoBindingStartsAfterSettlement(t *testing.T) {
+	var bStarted atomic.Bool
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		r.send(`{"type":"call","id":1,"global":"tools","name":"a","args":null}`)
+		r.send(`{"type":"call","id":2,"global":"tools","name":"b","args":null}`)
+		r.send(done(`1`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	ns := []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{
+		"a": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			time.Sleep(150 * time.Millisecond)
+			return nil, nil
+		},
+		"b": func(context.Context, json.RawMessage) (json.RawMessage, error) { bStarted.Store(true); return nil, nil },
+	}}}
+	res, _ := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: ns})
+	if res.Error != nil || bStarted.Load() {
+		t.Fatalf("outcome %+v, b started after the program was done: %v", res.Error, bStarted.Load())
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// A socket base someone made world-writable is taken back, and one owned
+// by another user is refused.
+func TestSocketBaseIsPrivate(t *testing.T) {
+	dir, _ := shortDir(t)
+	os.Chmod(dir, 0o777)
+	b, err := newBridge(dir, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.close(context.Background())
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("base mode %v", fi.Mode().Perm())
+	}
+	if os.Getuid() == 0 {
+		other, _ := shortDir(t)
+		if err := os.Chown(other, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := newBridge(other, 1<<20); err == nil || !strings.Contains(err.Error(), "belongs to uid 12345") {
+			t.Fatalf("foreign base accepted: %v", err)
+		}
+	}
+}
