@@ -221,3 +221,35 @@ func TestSocketBaseIsPrivate(t *testing.T) {
 		}
 	}
 }
+
+// failingRemove fails the first removal of each container.
+type failingRemove struct {
+	*fakeDriver
+	failed map[string]bool
+}
+
+func (f *failingRemove) Remove(ctx context.Context, id string) error {
+	if !f.failed[id] && strings.HasPrefix(id, "fake-") {
+		f.failed[id] = true
+		return fmt.Errorf("removal of %s already in progress", id)
+	}
+	return f.fakeDriver.Remove(ctx, id)
+}
+
+// A container whose removal failed is retried by the next run and by
+// Close: a long-lived process does not keep it.
+func TestFailedRemovalIsRetried(t *testing.T) {
+	fd := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		r.send(done(`1`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	d := &failingRemove{fakeDriver: fd, failed: map[string]bool{}}
+	rt, dir := newTestRuntime(t, d, nil)
+	fd.rt = rt
+	if _, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	fd.checkNoLeaks(t, dir) // Close retries the failed removal
+}

@@ -30,7 +30,8 @@ type Runtime struct {
 	stopCtx  context.Context
 	stopRuns context.CancelFunc
 
-	pool *pool // nil when disabled
+	pool    *pool // nil when disabled
+	orphans orphans
 	// slots admits running runs; queued counts runs waiting for a slot.
 	slots  chan struct{}
 	queued chan struct{}
@@ -138,6 +139,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		r.orphans.retry(ctx, r.driver, r.log)
 		if poolErr != nil {
 			return fmt.Errorf("closing the warm pool: %w", poolErr)
 		}
@@ -240,6 +242,9 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	stop := context.AfterFunc(r.stopCtx, func() { cancel(errors.New("runtime closed")) })
 	defer stop()
 
+	if r.orphans.len() > 0 {
+		r.orphans.retry(context.WithoutCancel(ctx), r.driver, r.log)
+	}
 	release, err := r.admit(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

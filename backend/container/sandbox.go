@@ -47,6 +47,9 @@ type sandbox struct {
 	settledMu   sync.Mutex
 	settled     bool
 
+	// orphans records containers whose removal failed, for a retry.
+	orphans *orphans
+
 	// outbox feeds the writer goroutine; writeFailed reports its first
 	// write error; writerQuit stops it.
 	outbox      chan any
@@ -65,7 +68,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
 	}
-	sb := &sandbox{driver: r.driver, runID: runID, bridge: b, limits: l, out: &logSink{max: l.LogBytes}}
+	sb := &sandbox{driver: r.driver, runID: runID, bridge: b, limits: l, out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
 	defer func() {
 		if retErr != nil {
 			sb.teardown(ctx, log)
@@ -615,6 +618,7 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 	if sb.id != "" {
 		if err := sb.driver.Remove(ctx, sb.id); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", sb.id, err))
+			sb.orphans.add(sb.id)
 		}
 	}
 	if sb.streams.Close != nil {
@@ -629,7 +633,7 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 	sb.readers.Wait()
 	sb.stop() // no-op after Run's stop; settles a sandbox that never ran
 	if err := errors.Join(errs...); err != nil {
-		log.Error("teardown incomplete; the reaper will finish it", "container_id", sb.id, "err", err)
+		log.Error("teardown incomplete; it is retried by the next run and by Close (and by the reaper after a crash)", "container_id", sb.id, "err", err)
 	}
 }
 
@@ -712,4 +716,41 @@ func (s *logSink) tail() string {
 		t = "…" + t[len(t)-512:]
 	}
 	return "; it printed: " + t
+}
+
+// orphans are containers whose removal failed (the daemon restarting, a
+// removal already in progress). A long-lived process retries them: the
+// reaper spares live owners, itself included.
+type orphans struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (o *orphans) add(id string) {
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ids = append(o.ids, id)
+}
+
+// retry removes what it can and keeps the rest.
+func (o *orphans) retry(ctx context.Context, d Driver, log *slog.Logger) {
+	o.mu.Lock()
+	ids := o.ids
+	o.ids = nil
+	o.mu.Unlock()
+	for _, id := range ids {
+		if err := d.Remove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
+			log.Warn("still cannot remove a container", "container_id", id, "err", err)
+			o.add(id)
+		}
+	}
+}
+
+func (o *orphans) len() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.ids)
 }

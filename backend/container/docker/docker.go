@@ -201,11 +201,18 @@ func (d *Driver) Start(ctx context.Context, id string) error {
 // inspect after the container stops.
 func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStatus, error) {
 	// The wait outlives the call that set it up: it ends when the
-	// container stops or is removed.
-	waitCtx := context.WithoutCancel(ctx)
+	// container stops or is removed. Setting it up (a synchronous request)
+	// still honours ctx, so a wedged daemon cannot hold the caller.
+	waitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
 	resCh, errCh := d.api.ContainerWait(waitCtx, id, dcontainer.WaitConditionNextExit)
+	if !stop() {
+		cancel()
+		return nil, translate(ctx.Err(), "")
+	}
 	out := make(chan container.ExitStatus, 1)
 	go func() {
+		defer cancel()
 		var st container.ExitStatus
 		select {
 		case r := <-resCh:
