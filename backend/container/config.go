@@ -135,7 +135,10 @@ func WithPoolFill(n int) Option { return func(o *options) { o.poolFill = n } }
 
 // WithAdmission caps concurrent runs at maxRuns, with at most queue runs
 // waiting for a slot; beyond that Run fails fast with ErrOverloaded.
-// maxRuns 0 (the default) admits everything.
+// maxRuns 0 (the default) admits everything. A slot is released when Run
+// returns; the settled run's container, already cut off from the host, is
+// then killed and removed in the background, so briefly more containers
+// than maxRuns (plus the warm pool) may exist.
 func WithAdmission(maxRuns, queue int) Option {
 	return func(o *options) { o.maxRuns, o.queueLength = maxRuns, queue }
 }
