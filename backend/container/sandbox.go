@@ -218,10 +218,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	cpuMeter := sb.startMeter(ctx, l.ComputeTime, log)
 	defer cpuMeter.stop()
 	// Every frame to the runner goes through one writer goroutine, so the
-	// run loop never blocks on a runner that stops reading. Each accepted
-	// call yields one reply and calls beyond the caps are rejected, so the
-	// outbox only overflows when the runner floods calls without reading
-	// the replies: the run then ends.
+	// run loop never blocks on a runner that stops reading (see held).
 	sb.startWriter(2*l.PendingCalls + 2)
 	sb.post(run)
 
@@ -247,6 +244,10 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		}
 		return res
 	}
+	// held is a reply waiting for room in the outbox. While there is one
+	// the loop reads no frames: a runner that sends faster than it reads
+	// its replies is slowed down, never killed, and budgets keep running.
+	var held any
 	// handle applies one frame; it reports whether the run settled.
 	handle := func(fr frame) (backend.RunResult, bool) {
 		if fr.err != nil {
@@ -275,8 +276,10 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 					reject = fmt.Sprintf("too many binding calls in flight (limit %d)", l.PendingCalls)
 				}
 			}
-			if reject != "" && !sb.post(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}) {
-				return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: it floods calls without reading the replies"}), true
+			if reject != "" {
+				if r := (portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}); !sb.post(r) {
+					held = r // the loop stops reading until it fits
+				}
 			}
 		case *portproto.Log:
 			sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
@@ -298,11 +301,17 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	}
 
 	for {
+		in, out := sb.peer.frames, chan<- any(nil)
+		if held != nil {
+			in, out = nil, sb.outbox
+		}
 		select {
-		case fr := <-sb.peer.frames:
+		case fr := <-in:
 			if r, settled := handle(fr); settled {
 				return r
 			}
+		case out <- held:
+			held = nil
 		case err := <-sb.writeFailed:
 			return finish(sb.lostRunner(ctx, err))
 		case used := <-cpuMeter.over:
@@ -424,8 +433,11 @@ func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}, qu
 					reply.Message = "binding failed"
 				}
 			}
-			// A full outbox means the run is ending (see execute).
-			sb.post(reply)
+			// Wait for room: backpressure on a runner that is slow to read.
+			select {
+			case sb.outbox <- reply:
+			case <-sb.writerQuit:
+			}
 		}
 		queuedBytes.Add(-int64(len(q.call.Args)))
 		<-pending

@@ -763,6 +763,7 @@ class Runner:
         self._send_lock = threading.Lock()
         self._log_lock = threading.RLock()
         self._calls_lock = threading.Lock()
+        self._order_lock = threading.Lock()
         self._finish_lock = threading.Lock()
         self._tls = threading.local()
         self._next_id = 1
@@ -854,19 +855,24 @@ class Runner:
         except RecursionError:
             raise ValueError(f"{global_name}.{name}: arguments are nested too deeply") from None
         fut = asyncio.get_running_loop().create_future()
-        with self._calls_lock:
-            settled = self.state != "running"
+        # The host requires increasing ids, even when a program calls tools
+        # from several threads: assigning an id and sending its frame happen
+        # together under _order_lock. The reader thread never takes it (it
+        # only needs _calls_lock briefly), so it keeps reading replies while
+        # a send waits on a host that is slowing us down.
+        with self._order_lock:
+            with self._calls_lock:
+                settled = self.state != "running"
+                if not settled:
+                    call_id = self._next_id
+                    frame = '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}' % (
+                        call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
+                    size = len(frame.encode("utf-8"))
+                    if size > self.limits["maxFrameBytes"]:
+                        raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
+                    self._next_id += 1
+                    self._outstanding[call_id] = (fut, name)
             if not settled:
-                call_id = self._next_id
-                frame = '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}' % (
-                    call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
-                size = len(frame.encode("utf-8"))
-                if size > self.limits["maxFrameBytes"]:
-                    raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
-                self._next_id += 1
-                self._outstanding[call_id] = (fut, name)
-                # Sent under the lock: the host requires increasing ids,
-                # even when a program calls tools from several threads.
                 self.send(frame)
         # Once settled nothing more goes out, and the call never ends.
         return await fut
