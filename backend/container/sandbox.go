@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -313,6 +314,9 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		case out <- held:
 			held = nil
 		case err := <-sb.writeFailed:
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner stopped reading from the bridge (a write waited %v)", writeTimeout)})
+			}
 			return finish(sb.lostRunner(ctx, err))
 		case used := <-cpuMeter.over:
 			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", used.Round(time.Millisecond), l.ComputeTime)})
