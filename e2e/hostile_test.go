@@ -221,11 +221,7 @@ return {"started": started, "error": error}`)),
 				outcome(t, lang, res, "%s", firstLine(res.Error.Message))
 				return
 			}
-			var v struct {
-				Started int
-				Error   string
-			}
-			v = decode[struct {
+			v := decode[struct {
 				Started int
 				Error   string
 			}](t, res)
