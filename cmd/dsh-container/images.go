@@ -20,7 +20,10 @@ func newImagesCmd(f *factory) *cobra.Command {
 		Use:   "build",
 		Short: "Build the runner images (offline: the base comes from Debian packages)",
 		Long: `Build the TypeScript and Python runner images, tagged by a hash of their
-build inputs, skipping any that are already current.
+build inputs, skipping any that are already current. Older tags of the same
+images are left alone: another dsh-container version on this host (the
+compose daemon beside a newer CLI, say) may still need them. Remove them
+with "dsh-container images prune".
 
 Without --base, the base image is built from Debian trixie packages with
 mmdebstrap and imported into the daemon (no container registry needed).
@@ -34,6 +37,18 @@ registry is reachable) and install what it lacks.`,
 	build.Flags().StringVar(&base, "base", "", "base image reference (default: build one from Debian packages)")
 	build.Flags().BoolVar(&sdkCheck, "sdk-check", false, "also build the test-only compiler image used by sdkgen's tests")
 	cmd.AddCommand(build)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "prune",
+		Short: "Remove runner image tags other than the ones this version needs",
+		Long: `Remove the daemon's tags of the runner images (and the compiler image)
+built from inputs other than this version's. A tag a container still uses
+is kept and reported. Run it when no other dsh-container version on this
+host needs its images.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runImagesPrune(cmd.Context(), f)
+		},
+	})
 	cmd.AddCommand(&cobra.Command{
 		Use:   "tags",
 		Short: "Print the tag each image must have (for scripts)",
@@ -72,7 +87,18 @@ func runImagesBuild(ctx context.Context, f *factory, base string, sdkCheck bool)
 			return err
 		}
 		fmt.Fprintf(f.stdout, "%s ready: %s\n", im.Name, tag)
-		if err := images.PruneStale(ctx, cli, im, tag, f.stdout); err != nil {
+	}
+	return nil
+}
+
+func runImagesPrune(ctx context.Context, f *factory) error {
+	drv, err := f.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	for _, im := range append(append([]images.Image{}, images.Runners...), images.SDKCheck) {
+		if err := images.PruneStale(ctx, drv.Client(), im, im.DefaultTag(), f.stdout); err != nil {
 			return err
 		}
 	}
