@@ -1,23 +1,11 @@
-// Package manifest reads tool manifests — the MCP tool shape plus a
-// command — and runs command tools.
-//
-// A manifest is {"tools":[{"name","description","inputSchema","command":[argv...]}]}.
-// For SDK rendering a bare JSON array of tools or a single tool object is
-// accepted too, and "command" may be absent. A command tool runs argv
-// directly (no shell) with the call's JSON arguments on stdin and the host
-// process's environment; its stdout is the result text and a non-zero exit
-// rejects the call with its stderr as the message. Command elements that
-// start with "./" are resolved against the manifest's folder.
 package manifest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"unicode/utf8"
@@ -31,6 +19,41 @@ type Tool struct {
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
 	Command     []string        `json:"command,omitempty"`
+	// TimeoutMs bounds one call's wall time in milliseconds; 0 means
+	// DefaultTimeout. See the package doc.
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+	// MaxOutputBytes caps the stdout one call returns; 0 means
+	// DefaultMaxOutputBytes. See the package doc.
+	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+}
+
+// UnmarshalJSON decodes a manifest entry strictly (unknown fields are
+// errors) and checks its limits where they are written, so that an
+// explicit 0 is an error rather than a silent default.
+func (t *Tool) UnmarshalJSON(data []byte) error {
+	type fields Tool // the same fields without this method
+	var w struct {
+		fields
+		TimeoutMs      *int `json:"timeoutMs"`
+		MaxOutputBytes *int `json:"maxOutputBytes"`
+	}
+	if err := strictDecode(data, &w); err != nil {
+		return err
+	}
+	*t = Tool(w.fields)
+	if w.TimeoutMs != nil {
+		t.TimeoutMs = *w.TimeoutMs
+		if err := checkTimeout(t.Name, t.TimeoutMs); err != nil {
+			return err
+		}
+	}
+	if w.MaxOutputBytes != nil {
+		t.MaxOutputBytes = *w.MaxOutputBytes
+		if err := checkMaxOutput(t.Name, t.MaxOutputBytes); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Manifest is a parsed manifest.
@@ -145,57 +168,4 @@ func strictDecode(data []byte, v any) error {
 		return errors.New("trailing data after the manifest")
 	}
 	return nil
-}
-
-// MaxOutputBytes caps what a command tool may print.
-const MaxOutputBytes = 8 << 20
-
-// Exec runs a command tool with args on stdin. It returns stdout, or an
-// error carrying stderr when the command fails.
-func Exec(ctx context.Context, t Tool, args json.RawMessage) (string, error) {
-	if len(t.Command) == 0 {
-		return "", fmt.Errorf("tool %q has no command", t.Name)
-	}
-	cmd := exec.CommandContext(ctx, t.Command[0], t.Command[1:]...)
-	cmd.Stdin = bytes.NewReader(args)
-	var stdout, stderr capped
-	stdout.max, stderr.max = MaxOutputBytes, 64<<10
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.WaitDelay = 2e9
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("tool %q cancelled", t.Name)
-	}
-	if err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			if msg == "" {
-				msg = fmt.Sprintf("tool %q exited with status %d", t.Name, ee.ExitCode())
-			}
-			return "", errors.New(msg)
-		}
-		return "", fmt.Errorf("tool %q: %w", t.Name, err)
-	}
-	if stdout.over {
-		return "", fmt.Errorf("tool %q printed more than %d bytes", t.Name, MaxOutputBytes)
-	}
-	return strings.ToValidUTF8(stdout.String(), "\uFFFD"), nil
-}
-
-type capped struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); room < len(p) {
-		c.over = true
-		if room > 0 {
-			c.Buffer.Write(p[:room])
-		}
-		return len(p), nil
-	}
-	return c.Buffer.Write(p)
 }

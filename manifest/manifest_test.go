@@ -2,11 +2,11 @@ package manifest
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -33,6 +33,17 @@ func TestParse(t *testing.T) {
 		{"missing command", `{"tools":[{"name":"a"}]}`, Options{RequireCommand: true}, "command is required", 0},
 		{"empty argv0", `{"tools":[{"name":"a","command":[""]}]}`, Options{}, "command[0] is empty", 0},
 		{"trailing", `{"tools":[]} {}`, Options{}, "", -1},
+		{"limits", `{"tools":[{"name":"a","timeoutMs":1,"maxOutputBytes":1},{"name":"b","timeoutMs":600000,"maxOutputBytes":16777216}]}`, Options{}, "", 2},
+		{"limits in a bare tool", `{"name":"a","timeoutMs":5000,"maxOutputBytes":10}`, Options{AllowBare: true}, "", 1},
+		{"zero timeout", `{"tools":[{"name":"z","timeoutMs":0}]}`, Options{}, `tool "z": timeoutMs is 0; it must be between 1 and 600000 (10 minutes); omit it for the default 30000`, 0},
+		{"negative timeout", `{"tools":[{"name":"n","timeoutMs":-5}]}`, Options{}, `tool "n": timeoutMs is -5`, 0},
+		{"long timeout", `{"tools":[{"name":"l","timeoutMs":600001}]}`, Options{}, `tool "l": timeoutMs is 600001`, 0},
+		{"huge timeout", `{"tools":[{"name":"h","timeoutMs":9223372036854775807}]}`, Options{}, `tool "h": timeoutMs is 9223372036854775807`, 0},
+		{"fractional timeout", `{"tools":[{"name":"f","timeoutMs":1.5}]}`, Options{}, "timeoutMs", 0},
+		{"string timeout", `{"tools":[{"name":"s","timeoutMs":"30s"}]}`, Options{}, "timeoutMs", 0},
+		{"zero output cap", `{"tools":[{"name":"z","maxOutputBytes":0}]}`, Options{}, `tool "z": maxOutputBytes is 0; it must be between 1 and 16777216 (16 MiB); omit it for the default 1048576`, 0},
+		{"output cap over the maximum", `{"tools":[{"name":"o","maxOutputBytes":16777217}]}`, Options{}, `tool "o": maxOutputBytes is 16777217`, 0},
+		{"unknown field in a bare tool", `{"name":"a","timeout":5}`, Options{AllowBare: true}, "unknown field", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, err := Parse([]byte(tc.in), tc.opts)
@@ -54,6 +65,12 @@ func TestParse(t *testing.T) {
 			if len(m.Tools) != tc.tools {
 				t.Fatalf("%d tools", len(m.Tools))
 			}
+			// What parses, runs: Exec accepts the same limits.
+			for _, tool := range m.Tools {
+				if _, _, err := tool.limits(); err != nil {
+					t.Fatalf("%s: %v", tool.Name, err)
+				}
+			}
 		})
 	}
 }
@@ -74,34 +91,46 @@ func TestLoadResolvesRelativeCommands(t *testing.T) {
 	}
 }
 
-func TestExec(t *testing.T) {
-	ctx := context.Background()
-	out, err := Exec(ctx, Tool{Name: "cat", Command: []string{"/bin/cat"}}, json.RawMessage(`{"a":1}`))
-	if err != nil || out != `{"a":1}` {
-		t.Fatalf("%q %v", out, err)
+func TestLimitErrorMessage(t *testing.T) {
+	_, err := Parse([]byte(`{"tools":[{"name":"slow","command":["/bin/true"],"timeoutMs":0}]}`), Options{})
+	want := `invalid argument: tool "slow": timeoutMs is 0; it must be between 1 and 600000 (10 minutes); omit it for the default 30000`
+	if err == nil || err.Error() != want || !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("got  %v\nwant %s", err, want)
 	}
-	_, err = Exec(ctx, Tool{Name: "f", Command: []string{"/bin/sh", "-c", "echo nope >&2; exit 3"}}, nil)
-	if err == nil || err.Error() != "nope" {
-		t.Fatalf("stderr as message: %v", err)
+}
+
+func TestParseKeepsLimits(t *testing.T) {
+	m, err := Parse([]byte(`{"tools":[{"name":"a","description":"d","inputSchema":{"type":"object"},"command":["/bin/true"],"timeoutMs":2500,"maxOutputBytes":4096},{"name":"b"}]}`), Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = Exec(ctx, Tool{Name: "q", Command: []string{"/bin/sh", "-c", "exit 4"}}, nil)
-	if err == nil || !strings.Contains(err.Error(), "status 4") {
-		t.Fatalf("silent failure: %v", err)
+	a, b := m.Tools[0], m.Tools[1]
+	if a.Name != "a" || a.Description != "d" || string(a.InputSchema) != `{"type":"object"}` || len(a.Command) != 1 || a.TimeoutMs != 2500 || a.MaxOutputBytes != 4096 {
+		t.Fatalf("%+v", a)
 	}
-	_, err = Exec(ctx, Tool{Name: "m", Command: []string{"/nonexistent"}}, nil)
-	if err == nil {
-		t.Fatal("missing binary ran")
+	if timeout, maxOut, err := a.limits(); err != nil || timeout != 2500*time.Millisecond || maxOut != 4096 {
+		t.Fatalf("a: %v %d %v", timeout, maxOut, err)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := Exec(cctx, Tool{Name: "s", Command: []string{"/bin/sleep", "5"}}, nil); err == nil || !strings.Contains(err.Error(), "cancelled") {
-		t.Fatalf("cancelled: %v", err)
+	// Absent limits are the documented defaults.
+	if timeout, maxOut, err := b.limits(); err != nil || timeout != 30*time.Second || maxOut != 1<<20 {
+		t.Fatalf("b: %v %d %v", timeout, maxOut, err)
 	}
-	// The host environment is passed through (tools run with the host's
-	// authority); the sandbox never sees it.
-	t.Setenv("DSH_TOOL_ENV", "visible")
-	out, err = Exec(ctx, Tool{Name: "e", Command: []string{"/bin/sh", "-c", "printf %s \"$DSH_TOOL_ENV\""}}, nil)
-	if err != nil || out != "visible" {
-		t.Fatalf("%q %v", out, err)
+}
+
+func TestLimitsOfGoValues(t *testing.T) {
+	// A Tool built in Go: zero is the default, out of range is refused.
+	for _, tool := range []Tool{
+		{Name: "t", TimeoutMs: -1},
+		{Name: "t", TimeoutMs: int(MaxTimeout.Milliseconds()) + 1},
+		{Name: "t", MaxOutputBytes: -1},
+		{Name: "t", MaxOutputBytes: HardMaxOutputBytes + 1},
+	} {
+		if _, _, err := tool.limits(); err == nil || !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), `tool "t"`) {
+			t.Errorf("%+v: %v", tool, err)
+		}
+		tool.Command = []string{"/bin/true"}
+		if _, err := Exec(context.Background(), tool, nil); err == nil || !errdefs.IsInvalidArgument(err) {
+			t.Errorf("Exec %+v: %v", tool, err)
+		}
 	}
 }
