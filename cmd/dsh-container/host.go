@@ -48,7 +48,7 @@ func loadTools(path string) ([]registry.Tool, error) {
 	}
 	tools := make([]registry.Tool, 0, len(m.Tools))
 	for _, t := range m.Tools {
-		tools = append(tools, commandTool(t))
+		tools = append(tools, t.RegistryTool())
 	}
 	return tools, nil
 }
