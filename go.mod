@@ -8,6 +8,8 @@ require (
 	github.com/docker/go-units v0.5.0
 	github.com/evanw/esbuild v0.28.2
 	github.com/gorilla/websocket v1.5.3
+	github.com/moby/profiles/seccomp v0.3.0
+	github.com/opencontainers/runtime-spec v1.2.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2
 	go.uber.org/goleak v1.3.0

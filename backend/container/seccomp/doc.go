@@ -1,0 +1,28 @@
+// Package seccomp builds the seccomp profile every program's container runs
+// under, with the OCI runtime-spec types so any driver can apply it: the
+// Docker driver passes it as `seccomp=<json>`, a containerd driver puts it
+// in the OCI spec.
+//
+// The profile starts from the one Docker ships (the moby default, from
+// github.com/moby/profiles/seccomp), resolved the way a daemon resolves it
+// for our containers — no capabilities (CapDrop ALL), a current kernel —
+// but for both amd64 and arm64 at once, so the same bytes serve either
+// host and the figures do not depend on the machine that computes them.
+// From that it removes the system calls a Node or Python runner never
+// makes and that widen the kernel surface a hostile program can reach:
+// io_uring, userfaultfd, perf_event_open, bpf, the keyring, the ptrace
+// family, the mount family, kexec, and memfd_create (an ELF written to a
+// memfd would execute despite /tmp being noexec). Removed lists them;
+// removed.go says why, one by one. A removed call fails with EPERM, the
+// profile's default.
+//
+// Default is the moby default resolved the same way, for comparison:
+// Count(Profile()) next to Count(Default()) is what doctor and the README
+// report. Both are deterministic: rules with the same action and
+// arguments are merged, names sorted, rules in a fixed order.
+//
+// Docker's own profile format is a superset of runtime-spec's
+// LinuxSeccomp; the fields this package emits (defaultAction,
+// defaultErrnoRet, architectures, syscalls[].names/action/errnoRet/args)
+// are the ones Docker 20.10 and later parse.
+package seccomp
