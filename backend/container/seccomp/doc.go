@@ -18,8 +18,8 @@
 //
 // Default is the moby default resolved the same way, for comparison:
 // Count(Profile()) next to Count(Default()) is what doctor and the README
-// report. Both are deterministic: rules with the same action and
-// arguments are merged, names sorted, rules in a fixed order.
+// report. Both are deterministic: rules without argument conditions that
+// share an action are merged, names sorted, rules in a fixed order.
 //
 // Docker's own profile format is a superset of runtime-spec's
 // LinuxSeccomp; the fields this package emits (defaultAction,
