@@ -8,7 +8,10 @@ import (
 	"strings"
 	"time"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 )
 
 // Limits are a run's budgets and caps. The host enforces every one of
@@ -115,6 +118,11 @@ type options struct {
 	socketDir  string
 	owner      string
 
+	// seccomp is the profile set by WithSeccomp; engineSeccomp records
+	// WithSeccomp(nil). Neither set means seccomp.Profile().
+	seccomp       *specs.LinuxSeccomp
+	engineSeccomp bool
+
 	poolSize    int
 	poolTTL     time.Duration
 	poolFill    int
@@ -152,6 +160,29 @@ func WithImage(ref string) Option { return func(o *options) { o.image = ref } }
 // WithOCIRuntime selects the daemon's OCI runtime by name ("" = the
 // daemon's default, usually runc; "crun"; "runsc" for gVisor).
 func WithOCIRuntime(name string) Option { return func(o *options) { o.ociRuntime = name } }
+
+// WithSeccomp sets the seccomp profile every container runs under. The
+// default is seccomp.Profile(): the default profile Docker ships, resolved
+// for a container without capabilities, minus the system calls the
+// runners never need (io_uring, userfaultfd, bpf,
+// ptrace, the mount family, memfd_create...; see seccomp.Removed).
+// WithSeccomp(nil) keeps the engine's own default profile instead (the
+// CLI's `--seccomp default`). The profile is shared by every container
+// and must not be changed afterwards.
+func WithSeccomp(p *specs.LinuxSeccomp) Option {
+	return func(o *options) { o.seccomp, o.engineSeccomp = p, p == nil }
+}
+
+// seccompProfile is the profile for one container (nil: the engine's).
+func (o *options) seccompProfile() *specs.LinuxSeccomp {
+	switch {
+	case o.engineSeccomp:
+		return nil
+	case o.seccomp != nil:
+		return o.seccomp
+	}
+	return seccomp.Profile()
+}
 
 // WithLimits replaces the default limits.
 func WithLimits(l Limits) Option { return func(o *options) { o.limits = l } }

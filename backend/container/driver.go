@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // Label keys. Every container the runtime creates carries LabelManaged and
@@ -65,6 +67,10 @@ type Spec struct {
 
 	// OCIRuntime names the daemon runtime ("" = default).
 	OCIRuntime string
+
+	// Seccomp is the seccomp profile the container runs under; nil keeps
+	// the engine's default profile.
+	Seccomp *specs.LinuxSeccomp
 }
 
 // ExitStatus is how a container ended.

@@ -207,6 +207,7 @@ func (r *Runtime) spec(runID, sockDir string) Spec {
 		TmpfsBytes:      l.TmpfsBytes,
 		NoFile:          l.NoFile,
 		OCIRuntime:      r.opts.ociRuntime,
+		Seccomp:         r.opts.seccompProfile(),
 	}
 }
 

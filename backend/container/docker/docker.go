@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +26,7 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend/container"
 )
@@ -52,7 +51,7 @@ type Driver struct {
 	cli *client.Client
 
 	mu      sync.Mutex
-	cgroups map[string]string // container id → cpu usage file
+	cgroups map[string]cgroupAccounting // container id → its accounting files
 }
 
 var _ container.Driver = (*Driver)(nil)
@@ -68,7 +67,7 @@ func New(ctx context.Context) (*Driver, error) {
 		cli.Close()
 		return nil, translate(err, "")
 	}
-	return &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]string{}}, nil
+	return &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]cgroupAccounting{}}, nil
 }
 
 // Client exposes the underlying client for tooling (doctor, images).
@@ -134,6 +133,9 @@ func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 	if s.NoNewPrivileges {
 		hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
 	}
+	if s.Seccomp != nil {
+		hc.SecurityOpt = append(hc.SecurityOpt, "seccomp="+seccompJSON(s.Seccomp))
+	}
 	if s.IPCPrivate {
 		hc.IpcMode = "private"
 	}
@@ -149,6 +151,20 @@ func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 		}}
 	}
 	return cfg, hc
+}
+
+// seccompJSON renders a profile the way the daemon reads `seccomp=<json>`:
+// Docker's profile format is a superset of runtime-spec's LinuxSeccomp
+// (defaultAction, defaultErrnoRet, architectures, syscalls with names,
+// action, errnoRet and args parse the same).
+func seccompJSON(p *specs.LinuxSeccomp) string {
+	b, err := json.Marshal(p)
+	if err != nil {
+		// Cannot happen: the type holds only strings, integers and
+		// slices and pointers of them.
+		panic(fmt.Sprintf("docker: encoding a seccomp profile: %v", err))
+	}
+	return string(b)
 }
 
 // Create implements container.Driver.
@@ -235,91 +251,6 @@ func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStat
 		out <- st
 	}()
 	return out, nil
-}
-
-// CPUUsage implements container.Driver: it reads the container's cgroup
-// CPU accounting file directly when the host can see it (v1 cpuacct.usage
-// or v2 cpu.stat), and falls back to the stats API.
-func (d *Driver) CPUUsage(ctx context.Context, id string) (time.Duration, error) {
-	d.mu.Lock()
-	path, known := d.cgroups[id]
-	d.mu.Unlock()
-	if !known {
-		path = d.findCgroup(ctx, id)
-		d.mu.Lock()
-		d.cgroups[id] = path
-		d.mu.Unlock()
-	}
-	if path != "" {
-		if v, err := readCPUFile(path); err == nil {
-			return v, nil
-		}
-	}
-	stats, err := d.api.ContainerStatsOneShot(ctx, id)
-	if err != nil {
-		return 0, translate(err, "")
-	}
-	defer stats.Body.Close()
-	var s dcontainer.StatsResponse
-	if err := jsonDecode(stats.Body, &s); err != nil {
-		return 0, err
-	}
-	return time.Duration(s.CPUStats.CPUUsage.TotalUsage), nil
-}
-
-// findCgroup locates the container's CPU accounting file through its init
-// process's /proc/<pid>/cgroup. It returns "" when the host cannot see it
-// (another machine, another pid namespace).
-func (d *Driver) findCgroup(ctx context.Context, id string) string {
-	info, err := d.api.ContainerInspect(ctx, id)
-	if err != nil || info.State == nil || info.State.Pid == 0 {
-		return ""
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", info.State.Pid))
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" { // cgroup v2
-			p := filepath.Join("/sys/fs/cgroup", parts[2], "cpu.stat")
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c == "cpuacct" {
-				for _, mnt := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
-					p := filepath.Join("/sys/fs/cgroup", mnt, parts[2], "cpuacct.usage")
-					if _, err := os.Stat(p); err == nil {
-						return p
-					}
-				}
-			}
-		}
-	}
-	return ""
-}
-
-func readCPUFile(path string) (time.Duration, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0, err
-	}
-	if strings.HasSuffix(path, "cpuacct.usage") {
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-		return time.Duration(ns), err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-			us, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return time.Duration(us) * time.Microsecond, err
-		}
-	}
-	return 0, fmt.Errorf("%s: no usage_usec", path)
 }
 
 // Kill implements container.Driver.
