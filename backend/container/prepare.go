@@ -1,7 +1,9 @@
 package container
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -33,26 +35,61 @@ type prepared struct {
 // model's own lines.
 const wrapperHead = "(async () => {\n"
 
-// prepare validates a program and, for TypeScript, strips its types
-// host-side. A syntax error comes back as a Failure; the program never
-// reaches a container.
-func prepare(lang backend.Language, src string) (prepared, *backend.Failure) {
+// prepare validates a program and, for TypeScript, strips its types in a
+// worker process (see stripper). A program that does not parse, nests
+// too deeply or breaks a worker limit comes back as a Failure and never
+// reaches a container; err is for cancellation and for a worker that
+// could not run.
+func prepare(ctx context.Context, lang backend.Language, src string, s *stripper) (prepared, *backend.Failure, error) {
 	if lang != backend.TypeScript {
-		return prepared{program: src}, nil
+		return prepared{program: src}, nil, nil
 	}
+	if err := checkNesting(src); err != nil {
+		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: "SyntaxError: " + ProgramFile(lang) + ":" + err.Error()}, nil
+	}
+	res, err := s.strip(ctx, src)
+	if err != nil {
+		var sf *errStripFailed
+		if errors.As(err, &sf) {
+			return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: "SyntaxError: " + ProgramFile(lang) + ": " + sf.msg}, nil
+		}
+		return prepared{}, nil, err
+	}
+	if len(res.Errors) > 0 {
+		var msgs []string
+		for _, e := range res.Errors {
+			if e.Line == 0 {
+				msgs = append(msgs, e.Text)
+				continue
+			}
+			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", ProgramFile(lang), e.Line, e.Column, e.Text))
+		}
+		msg := "SyntaxError: " + strings.Join(msgs, "; ")
+		if staticImport.MatchString(src) {
+			msg += ` (a program is the body of an async function: static "import" is not available; use "const fs = await import('node:fs')")`
+		}
+		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: msg}, nil
+	}
+	return prepared{program: res.Program, sourceMap: res.SourceMap}, nil, nil
+}
+
+// stripTS type-strips a TypeScript program with esbuild. It runs in a
+// type-strip worker, never in the host process (see stripper): esbuild
+// cannot bound its own recursion. Error positions are the model's own.
+func stripTS(src string) stripResponse {
 	res := api.Transform(wrapperHead+src+"\n})", api.TransformOptions{
 		Loader:     api.LoaderTS,
-		Sourcefile: ProgramFile(lang),
+		Sourcefile: ProgramFile(backend.TypeScript),
 		Sourcemap:  api.SourceMapExternal,
 		Target:     api.ES2022,
 		LogLevel:   api.LogLevelSilent,
 	})
 	if len(res.Errors) > 0 {
 		lines := strings.Count(src, "\n") + 1
-		var msgs []string
+		var out stripResponse
 		for _, e := range res.Errors {
 			if e.Location == nil {
-				msgs = append(msgs, e.Text)
+				out.Errors = append(out.Errors, stripErrMsg{Text: e.Text})
 				continue
 			}
 			line := e.Location.Line - 1 // undo the wrapper line
@@ -63,13 +100,9 @@ func prepare(lang backend.Language, src string) (prepared, *backend.Failure) {
 			if line > lines {
 				line, col = lines, 1
 			}
-			msgs = append(msgs, fmt.Sprintf("%s:%d:%d: %s", ProgramFile(lang), line, col, e.Text))
+			out.Errors = append(out.Errors, stripErrMsg{Line: line, Column: col, Text: e.Text})
 		}
-		msg := "SyntaxError: " + strings.Join(msgs, "; ")
-		if staticImport.MatchString(src) {
-			msg += ` (a program is the body of an async function: static "import" is not available; use "const fs = await import('node:fs')")`
-		}
-		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: msg}
+		return out
 	}
 	sm, err := shiftSourceMap(res.Map, -1)
 	if err != nil {
@@ -77,7 +110,7 @@ func prepare(lang backend.Language, src string) (prepared, *backend.Failure) {
 		// with stack positions in the stripped code.
 		sm = ""
 	}
-	return prepared{program: string(res.Code), sourceMap: sm}, nil
+	return stripResponse{Program: string(res.Code), SourceMap: sm}
 }
 
 // shiftSourceMap moves every original-line position of a v3 source map by

@@ -1,12 +1,25 @@
 package container
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/dsh-container/dsh-container/backend"
 )
+
+// prepareTest prepares src with a stripper of its own.
+func prepareTest(t *testing.T, lang backend.Language, src string) (prepared, *backend.Failure) {
+	t.Helper()
+	s := newStripper(1)
+	t.Cleanup(s.close)
+	p, fail, err := prepare(context.Background(), lang, src, s)
+	if err != nil {
+		t.Fatalf("prepare: %v", err)
+	}
+	return p, fail
+}
 
 func TestPrepareSyntaxErrorNamesTheModelsLine(t *testing.T) {
 	for _, tc := range []struct {
@@ -17,7 +30,7 @@ func TestPrepareSyntaxErrorNamesTheModelsLine(t *testing.T) {
 		{"let x = (", "program.ts:1:"},
 		{"return 1\n}\n", "program.ts:3:1: Expected"},
 	} {
-		_, fail := prepare(backend.TypeScript, tc.src)
+		_, fail := prepareTest(t, backend.TypeScript, tc.src)
 		if fail == nil {
 			t.Fatalf("%q: no failure", tc.src)
 		}
@@ -28,7 +41,7 @@ func TestPrepareSyntaxErrorNamesTheModelsLine(t *testing.T) {
 }
 
 func TestPrepareAllowsTopLevelAwaitAndReturn(t *testing.T) {
-	p, fail := prepare(backend.TypeScript, "interface A { a: number }\nconst x: A = { a: await Promise.resolve(1) }\nreturn x.a as number\n")
+	p, fail := prepareTest(t, backend.TypeScript, "interface A { a: number }\nconst x: A = { a: await Promise.resolve(1) }\nreturn x.a as number\n")
 	if fail != nil {
 		t.Fatal(fail)
 	}
@@ -39,7 +52,7 @@ func TestPrepareAllowsTopLevelAwaitAndReturn(t *testing.T) {
 
 func TestPrepareLeavesPythonAlone(t *testing.T) {
 	src := "x = 1\nreturn x\n"
-	p, fail := prepare(backend.Python, src)
+	p, fail := prepareTest(t, backend.Python, src)
 	if fail != nil || p.program != src || p.sourceMap != "" {
 		t.Fatalf("got %+v %v", p, fail)
 	}
@@ -48,7 +61,7 @@ func TestPrepareLeavesPythonAlone(t *testing.T) {
 // The shifted map sends generated positions to the model's own lines.
 func TestSourceMapPointsAtOriginalLines(t *testing.T) {
 	src := "interface A {\n  a: string\n}\n\n\nthrow new Error('boom')\n"
-	p, fail := prepare(backend.TypeScript, src)
+	p, fail := prepareTest(t, backend.TypeScript, src)
 	if fail != nil {
 		t.Fatal(fail)
 	}

@@ -1,6 +1,7 @@
 package container
 
 import (
+	"fmt"
 	"context"
 	"encoding/json"
 	"errors"
@@ -494,6 +495,28 @@ func TestSyntaxErrorStartsNoContainer(t *testing.T) {
 	}
 	if d.created != 0 {
 		t.Fatal("a syntax error created a container")
+	}
+}
+
+// Every deep construct is an exception naming the limit, under the program
+// size cap, and starts nothing; the runtime keeps serving (issue 10, class 1).
+func TestDeepProgramsAreExceptions(t *testing.T) {
+	d := newFakeDriver(t, nil)
+	rt, _ := newTestRuntime(t, d, nil)
+	for name, src := range deepPrograms(30000) {
+		if len(src) > rt.Limits().ProgramBytes {
+			t.Fatalf("%s: %d bytes is over the program cap", name, len(src))
+		}
+		res, err := rt.Run(context.Background(), backend.RunRequest{Program: src})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.Error == nil || res.Error.Kind != backend.FailureException || !strings.Contains(res.Error.Message, fmt.Sprintf("deeper than %d levels", MaxNesting)) {
+			t.Fatalf("%s: got %+v", name, res.Error)
+		}
+	}
+	if d.created != 0 {
+		t.Fatal("a deep program created a container")
 	}
 }
 

@@ -1,0 +1,380 @@
+package container
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+)
+
+// The TypeScript type-strip runs esbuild on untrusted text. esbuild's
+// parser recurses without a bound, keeps large ASTs and backtracks
+// super-linearly on some inputs (nested arrow functions), and a Go stack
+// overflow or out-of-memory is fatal to the whole process. So the host
+// never runs it in its own process: a stripper keeps a few worker
+// processes — this same executable, re-executed with stripWorkerEnv set —
+// and sends each program to one of them. A worker runs with a small stack,
+// a memory ceiling it enforces on itself and one CPU; the host gives it a
+// time limit. A program that makes a worker die or overrun is an exception
+// naming the limit, the worker is replaced, and the host is untouched.
+//
+// checkNesting rejects the known deep shapes first, with a precise
+// message; the worker's limits are the backstop for everything else.
+
+// Limits of a type-strip worker. They bound one program's preparation; a
+// real program at the size cap needs a few MiB and milliseconds.
+const (
+	// StripStackBytes is a worker's maximum goroutine stack.
+	StripStackBytes = 64 << 20
+	// StripMemoryBytes is the memory a worker's Go runtime may hold
+	// before it exits.
+	StripMemoryBytes = 512 << 20
+	// StripTimeLimit bounds the type-strip of one program.
+	StripTimeLimit = 5 * time.Second
+	// maxStripWorkers bounds the worker processes of one runtime, and so
+	// how many programs are stripped at once.
+	maxStripWorkers = 2
+)
+
+// stripWorkerEnv, set to "1", makes this executable a type-strip worker:
+// see init.
+const stripWorkerEnv = "DSH_CONTAINER_STRIP_WORKER"
+
+// A worker's stack and memory limits, in bytes, from its environment.
+const (
+	stripStackEnv  = "DSH_CONTAINER_STRIP_STACK"
+	stripMemoryEnv = "DSH_CONTAINER_STRIP_MEMORY"
+)
+
+// exitStripMemory is a worker's exit status when it passed its memory
+// ceiling.
+const exitStripMemory = 3
+
+func init() {
+	if os.Getenv(stripWorkerEnv) == "1" {
+		os.Exit(stripWorkerMain(os.Stdin, os.Stdout))
+	}
+}
+
+// stripRequest and stripResponse are the worker protocol: each message is
+// a 4-byte big-endian length and that many bytes; a request is the
+// program's source, a response this JSON.
+type stripResponse struct {
+	Program   string        `json:"program"`
+	SourceMap string        `json:"sourceMap,omitempty"`
+	Errors    []stripErrMsg `json:"errors,omitempty"`
+}
+
+type stripErrMsg struct {
+	// Line and Column are 1-based positions in the model's source; 0 when
+	// esbuild gave none.
+	Line   int    `json:"line"`
+	Column int    `json:"column"`
+	Text   string `json:"text"`
+}
+
+// maxStripMessage bounds a message in either direction.
+const maxStripMessage = 64 << 20
+
+func writeMessage(w io.Writer, b []byte) error {
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func readMessage(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxStripMessage {
+		return nil, fmt.Errorf("type-strip message of %d bytes exceeds %d", n, maxStripMessage)
+	}
+	b := make([]byte, n)
+	_, err := io.ReadFull(r, b)
+	return b, err
+}
+
+// stripWorkerMain serves requests until its input closes.
+func stripWorkerMain(in io.Reader, out io.Writer) int {
+	stack, memory := envBytes(stripStackEnv, StripStackBytes), envBytes(stripMemoryEnv, StripMemoryBytes)
+	debug.SetMaxStack(stack)
+	debug.SetMemoryLimit(int64(memory / 2))
+	runtime.GOMAXPROCS(1)
+	go watchMemory(uint64(memory))
+	r, w := bufio.NewReader(in), bufio.NewWriter(out)
+	for {
+		src, err := readMessage(r)
+		if err != nil {
+			return 0 // the host closed our input: done
+		}
+		resp, err := json.Marshal(stripTS(string(src)))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "type-strip worker:", err)
+			return 1
+		}
+		if writeMessage(w, resp) != nil || w.Flush() != nil {
+			return 1
+		}
+	}
+}
+
+func envBytes(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// watchMemory ends the worker when its Go runtime holds more than limit
+// bytes: an allocation can no more be refused than a stack overflow
+// caught, so the ceiling is enforced from the side.
+func watchMemory(limit uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	for {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > limit {
+			fmt.Fprintf(os.Stderr, "type-strip worker: memory ceiling of %d bytes passed\n", limit)
+			os.Exit(exitStripMemory)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// stripper hands programs to worker processes and replaces a worker that
+// dies or overruns.
+type stripper struct {
+	// slots bounds the workers busy at once.
+	slots chan struct{}
+	// The limits: StripTimeLimit, StripStackBytes and StripMemoryBytes
+	// unless a test says otherwise. A worker learns its own from its
+	// environment.
+	timeLimit   time.Duration
+	stackBytes  int
+	memoryBytes int
+
+	mu     sync.Mutex
+	idle   []*stripProc
+	closed bool
+}
+
+func newStripper(workers int) *stripper {
+	return &stripper{slots: make(chan struct{}, workers), timeLimit: StripTimeLimit, stackBytes: StripStackBytes, memoryBytes: StripMemoryBytes}
+}
+
+// stripProc is one worker process.
+type stripProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *headBuffer
+	// exited is closed once the process has been waited for.
+	exited chan struct{}
+	// The worker's limits, for messages.
+	stackBytes, memoryBytes int
+}
+
+// errStripFailed marks a program whose type-strip the worker could not
+// finish: its message is the exception the program gets.
+type errStripFailed struct{ msg string }
+
+func (e *errStripFailed) Error() string { return e.msg }
+
+// strip type-strips src in a worker. It returns the worker's response, an
+// *errStripFailed for a program that broke a worker limit, ctx's error
+// when cancelled, or an errdefs-classed error when no worker could run.
+func (s *stripper) strip(ctx context.Context, src string) (stripResponse, error) {
+	select {
+	case s.slots <- struct{}{}:
+	case <-ctx.Done():
+		return stripResponse{}, ctx.Err()
+	}
+	defer func() { <-s.slots }()
+	p, err := s.get()
+	if err != nil {
+		return stripResponse{}, err
+	}
+	resp, err := p.do(ctx, src, s.timeLimit)
+	if err != nil {
+		p.kill()
+		return stripResponse{}, err
+	}
+	s.put(p)
+	return resp, nil
+}
+
+func (s *stripper) get() (*stripProc, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("runtime is closed")
+	}
+	if n := len(s.idle); n > 0 {
+		p := s.idle[n-1]
+		s.idle = s.idle[:n-1]
+		s.mu.Unlock()
+		return p, nil
+	}
+	s.mu.Unlock()
+	return startStripProc(s.stackBytes, s.memoryBytes)
+}
+
+func (s *stripper) put(p *stripProc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		p.kill()
+		return
+	}
+	s.idle = append(s.idle, p)
+}
+
+// close stops the idle workers and makes later strips fail; a strip in
+// progress finishes and its worker is then stopped. Idempotent.
+func (s *stripper) close() {
+	s.mu.Lock()
+	s.closed = true
+	idle := s.idle
+	s.idle = nil
+	s.mu.Unlock()
+	for _, p := range idle {
+		p.kill()
+	}
+}
+
+func startStripProc(stackBytes, memoryBytes int) (*stripProc, error) {
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{"dsh-container-type-strip"}
+	cmd.Env = []string{stripWorkerEnv + "=1", "GOMAXPROCS=1", "GOTRACEBACK=none",
+		fmt.Sprintf("%s=%d", stripStackEnv, stackBytes), fmt.Sprintf("%s=%d", stripMemoryEnv, memoryBytes)}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	p := &stripProc{cmd: cmd, stderr: &headBuffer{max: 2 << 10}, exited: make(chan struct{}), stackBytes: stackBytes, memoryBytes: memoryBytes}
+	cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, fmt.Errorf("%w: type-strip worker: %w", errdefs.ErrUnavailable, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		p.stdin.Close()
+		return nil, fmt.Errorf("%w: type-strip worker: %w", errdefs.ErrUnavailable, err)
+	}
+	p.stdout = bufio.NewReader(stdout)
+	if err := cmd.Start(); err != nil {
+		p.stdin.Close()
+		return nil, fmt.Errorf("%w: cannot start the type-strip worker (%s re-executed): %w", errdefs.ErrUnavailable, "/proc/self/exe", err)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// do sends one program and reads the response within limit.
+func (p *stripProc) do(ctx context.Context, src string, limit time.Duration) (stripResponse, error) {
+	type result struct {
+		b   []byte
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		if err := writeMessage(p.stdin, []byte(src)); err != nil {
+			done <- result{err: err}
+			return
+		}
+		b, err := readMessage(p.stdout)
+		done <- result{b, err}
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-done:
+	case <-timer.C:
+		p.kill()
+		<-done
+		return stripResponse{}, &errStripFailed{fmt.Sprintf("the type-strip of this program took longer than its %v limit (deeply nested functions or types?); simplify the program", limit)}
+	case <-ctx.Done():
+		p.kill()
+		<-done
+		return stripResponse{}, ctx.Err()
+	}
+	if r.err != nil {
+		// The worker died: say which limit it met.
+		p.kill()
+		state := p.cmd.ProcessState
+		head := p.stderr.String()
+		switch {
+		case strings.Contains(head, "stack exceeds") || strings.Contains(head, "stack overflow"):
+			return stripResponse{}, &errStripFailed{fmt.Sprintf("the program is nested too deeply to type-strip (the parser passed its %d MiB stack limit); simplify it", p.stackBytes>>20)}
+		case state != nil && state.ExitCode() == exitStripMemory, strings.Contains(head, "out of memory"):
+			return stripResponse{}, &errStripFailed{fmt.Sprintf("the type-strip of this program needed more than its %d MiB memory limit; simplify it", p.memoryBytes>>20)}
+		}
+		return stripResponse{}, fmt.Errorf("%w: the type-strip worker failed: %v%s", errdefs.ErrUnavailable, r.err, firstLine(head))
+	}
+	var resp stripResponse
+	if err := json.Unmarshal(r.b, &resp); err != nil {
+		return stripResponse{}, fmt.Errorf("%w: the type-strip worker answered badly: %w", errdefs.ErrUnavailable, err)
+	}
+	return resp, nil
+}
+
+// kill stops the worker and waits for it. Idempotent.
+func (p *stripProc) kill() {
+	p.stdin.Close()
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// firstLine renders the first line of a worker's stderr for an error.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// headBuffer keeps the first max bytes written to it: a dying Go runtime
+// names its cause first, then dumps stacks.
+type headBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if room := h.max - len(h.b); room > 0 {
+		h.b = append(h.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) String() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return string(h.b)
+}

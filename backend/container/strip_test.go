@@ -1,0 +1,98 @@
+package container
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// workerPIDs lists this process's type-strip workers.
+func workerPIDs(t *testing.T) []int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	self := strconv.Itoa(os.Getpid())
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.HasSuffix(s[:i], "(exe") {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 && f[1] == self {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Programs that break a worker limit are exceptions naming the limit; the
+// host survives, the next program is stripped by a fresh worker, and no
+// worker outlives close.
+func TestStripperLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name, src, want string
+		memory          int
+	}{
+		// Straight to the worker: checkNesting would refuse these first.
+		{name: "stack", src: strings.Repeat("!", 300000) + "1", want: "passed its 64 MiB stack limit"},
+		// A lower ceiling than the default lets a program of moderate
+		// depth (a small stack) show the memory limit.
+		{name: "memory", src: strings.Repeat("a=", 20000) + "1", want: "needed more than its 64 MiB memory limit", memory: 64 << 20},
+		{name: "time", src: "const f = " + strings.Repeat("x=>", 3000) + "1", want: "longer than its 2s limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStripper(1)
+			s.timeLimit = 2 * time.Second
+			if tc.memory != 0 {
+				s.memoryBytes = tc.memory
+			}
+			_, err := s.strip(context.Background(), tc.src)
+			var sf *errStripFailed
+			if !errors.As(err, &sf) {
+				t.Fatalf("got %v, want a strip failure", err)
+			}
+			if !strings.Contains(sf.msg, tc.want) {
+				t.Fatalf("got %q, want it to name %q", sf.msg, tc.want)
+			}
+			res, err := s.strip(context.Background(), "const x: number = 1\nreturn x")
+			if err != nil || len(res.Errors) > 0 || !strings.Contains(res.Program, "return x") {
+				t.Fatalf("the next program: %+v %v", res, err)
+			}
+			if n := len(workerPIDs(t)); n != 1 {
+				t.Errorf("%d workers alive before close, want 1", n)
+			}
+			s.close()
+			if pids := workerPIDs(t); len(pids) != 0 {
+				t.Errorf("workers left after close: %v", pids)
+			}
+			if _, err := s.strip(context.Background(), "1"); err == nil {
+				t.Error("strip after close succeeded")
+			}
+		})
+	}
+}
+
+func TestStripperCancellation(t *testing.T) {
+	s := newStripper(1)
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := s.strip(ctx, "const f = "+strings.Repeat("x=>", 3000)+"1")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+		t.Fatalf("got %v after %v", err, time.Since(start))
+	}
+}
