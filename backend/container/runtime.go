@@ -32,6 +32,9 @@ type Runtime struct {
 
 	pool    *pool // nil when disabled
 	orphans orphans
+	// strip type-strips TypeScript programs in worker processes (nil for
+	// other languages).
+	strip *stripper
 	// slots admits running runs; queued counts runs waiting for a slot.
 	slots  chan struct{}
 	queued chan struct{}
@@ -81,6 +84,9 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 		r.slots = make(chan struct{}, o.maxRuns)
 		r.queued = make(chan struct{}, o.queueLength)
 	}
+	if o.language == backend.TypeScript {
+		r.strip = newStripper(maxStripWorkers)
+	}
 	if o.poolSize > 0 {
 		r.pool = newPool(r, o.poolSize, o.poolTTL, o.poolFill)
 	}
@@ -128,6 +134,9 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.closed = true
 	r.mu.Unlock()
 	r.stopRuns()
+	if r.strip != nil {
+		r.strip.close() // a strip in progress stops its worker when done
+	}
 	var poolErr error
 	if r.pool != nil {
 		poolErr = r.pool.close(ctx)
@@ -232,10 +241,6 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 			Message: fmt.Sprintf("program of %d bytes exceeds the %d-byte limit", len(req.Program), r.opts.limits.ProgramBytes),
 		}}, nil
 	}
-	prep, fail := prepare(r.opts.language, req.Program)
-	if fail != nil {
-		return backend.RunResult{Error: fail}, nil
-	}
 
 	// Close aborts the run like the caller's cancellation does.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -246,6 +251,8 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	if r.orphans.len() > 0 {
 		r.orphans.retry(context.WithoutCancel(ctx), r.driver, r.log)
 	}
+	// Admission covers preparation too: the type-strip is host work a
+	// program drives.
 	release, err := r.admit(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -254,6 +261,15 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 		return backend.RunResult{}, err
 	}
 	defer release()
+	prep, fail, err := prepare(ctx, r.opts.language, req.Program, r.strip)
+	switch {
+	case fail != nil:
+		return backend.RunResult{Error: fail}, nil
+	case ctx.Err() != nil:
+		return backend.RunResult{Error: abortFailure(ctx)}, nil
+	case err != nil:
+		return backend.RunResult{}, err
+	}
 
 	startup := time.Now()
 	var sb *sandbox
