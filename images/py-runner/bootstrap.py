@@ -25,17 +25,18 @@ Contract (wire protocol version 1, see portproto/portproto.go):
    wrapper too, so the usual script idiom keeps working. The code runs in a
    fresh globals dict holding only ``__builtins__``, ``__name__ =
    "__main__"``, ``ToolCallError`` and the binding namespaces (a namespace
-   named like one of the first three does not replace it), under
-   asyncio.run. Leading ``from __future__`` imports stay at module level,
+   named like one of the first three does not replace it), on a fresh
+   asyncio event loop. Leading ``from __future__`` imports stay at module level,
    where they are legal. A SyntaxError (parse or compile) fails the run with
    name "SyntaxError" and a message naming the line.
 5. A binding namespace supports ``tools.name(args)`` and
    ``tools["odd-name"](args)``; each function takes one argument (default
-   None, sent as null), serialized with json.dumps(allow_nan=False)
-   (TypeError/ValueError raise in the program). The call sends
-   {"type":"call","id":n,"global","name","args"} (ids 1, 2, 3...) and
-   awaits the matching "result", in any order. A failed result raises
-   ToolCallError(message) with ``tool_name`` (alias ``toolName``).
+   None, sent as null) that must follow the tool-argument rule (see "Tool
+   arguments" below): a value that breaks it raises TypeError
+   ``tools["name"]: <path>: <reason>`` in the program and sends nothing.
+   The call sends {"type":"call","id":n,"global","name","args"} (ids 1, 2,
+   3...) and awaits the matching "result", in any order. A failed result
+   raises ToolCallError(message) with ``tool_name`` (alias ``toolName``).
 6. print / sys.stdout become "stdout" log frames (line-buffered: sent at
    each newline, on flush, and at the end), sys.stderr "stderr" frames, and
    the logging module (a handler on the root logger, whose level is set to
@@ -46,27 +47,49 @@ Contract (wire protocol version 1, see portproto/portproto.go):
    exception that escaped the program. The stack is the traceback limited
    to program.py frames. SystemExit with code 0 or None is a successful run
    without a value (a script exiting 0); any other code fails the run with
-   name "SystemExit" and the code as message. KeyboardInterrupt and other
-   BaseExceptions fail the run like exceptions. Then the socket is closed
-   and the process exits 0. If the host goes away before that: exit 0.
+   name "SystemExit" and the code as message. os._exit(n) called in the
+   runner's own process (not a forked child) ends the run the same way: 0
+   is a successful run without a value, anything else fails it with name
+   "Exit" and message "os._exit(n)". KeyboardInterrupt, GeneratorExit and
+   other BaseExceptions fail the run like exceptions. Then the socket is
+   closed and the process exits 0. If the host goes away before that: exit
+   0.
+
+The program's objects never break the runner: every name, str, repr and
+JSON encoding of a value the program made (its exception and the chain
+behind it, its value, its SystemExit code, what it prints or logs) is taken
+defensively. Class names come from the type itself (a metaclass property
+cannot intercept them), str subclasses are copied to plain str before use,
+and whatever raises (a __str__, a __repr__, a metaclass property, a hostile
+__eq__, a recursion) is replaced by a fallback text naming what raised, e.g.
+"<E str() failed: ValueError: no>" or "<unrepresentable P: RuntimeError:
+no>". A log record that cannot be formatted is logged as such, never as a
+traceback of the runner.
 
 Caps: the host enforces all limits; the runner only avoids sending what the
-host would drop. A log entry's text is cut so its frame fits maxFrameBytes;
-once the total log text exceeds maxLogBytes nothing more is logged (the
-entry that crosses the cap is sent, so the host sees the overflow). The done
-value, as encoded in the frame, is at most maxValueBytes bytes: a longer one
-becomes a JSON string holding the longest prefix of its text (its JSON text,
-or its repr) whose encoding fits, with "truncated":true. (The host re-wraps
-any value longer than maxValueBytes as a string, so a prefix of exactly
-maxValueBytes bytes would arrive double-encoded.) Text is made valid UTF-8
-(unencodable characters become "?").
+host would drop. A log entry's text is cut so its frame fits maxFrameBytes.
+Each entry costs its text's bytes plus 64 (LOG_ENTRY_OVERHEAD, what the host
+charges per entry, so empty entries count), and once that total exceeds
+maxLogBytes, or more than 10,000 entries (MAX_LOG_ENTRIES) were sent,
+nothing more is logged (the entry that crosses either cap is sent, so the
+host sees the overflow). The done value, as encoded in the frame, is at most
+maxValueBytes bytes: a longer one becomes a JSON string holding the longest
+prefix of its text (its JSON text, or its repr) whose encoding fits, with
+"truncated":true. (The host re-wraps any value longer than maxValueBytes as
+a string, so a prefix of exactly maxValueBytes bytes would arrive
+double-encoded.) The JSON text is produced only up to the cap: what follows
+the cut is not examined, so a value that is JSON up to the cap is sent as a
+truncated JSON prefix. Text is made valid UTF-8 (unencodable characters
+become "?").
 
 Not captured: writes that bypass sys.stdout/sys.stderr (os.write(1, ...),
-subprocesses); os._exit() ends the container without a done frame (the host
-reports the exit). The program runs in this process: the container is the
-security boundary, this file only aims at correct, robust behaviour. It uses
-nothing but the standard library and ``websockets``, writes nothing to disk
-and opens no network connection.
+subprocesses); a program that kills its own process (os.kill, os.abort,
+posix._exit) ends the container without a done frame (the host reports the
+exit). The program runs in this process: the container is the security
+boundary, this file only aims at correct, robust behaviour (a program that
+rewrites the standard library the runner uses, json for instance, can break
+its own run). It uses nothing but the standard library and ``websockets``,
+writes nothing to disk and opens no network connection.
 """
 
 import ast
@@ -77,11 +100,14 @@ import io
 import json
 import linecache
 import logging
+import math
+import operator
 import os
 import re
 import sys
 import threading
 import traceback
+import types
 
 VERSION = 1
 LANGUAGE = "python"
@@ -94,6 +120,13 @@ EXIT_PROTOCOL = 71
 CLOSE_TIMEOUT = 2.0
 # A stdout/stderr line longer than this is sent without waiting for its end.
 MAX_PENDING_CHARS = 64 << 10
+# What the host charges each log entry on top of its text, and how many
+# entries it keeps: the runner stops sending log frames the host would drop.
+LOG_ENTRY_OVERHEAD = 64
+MAX_LOG_ENTRIES = 10_000
+# The runner's own exit: the program sees a version of os._exit that ends
+# the run with a done frame (see Runner.program_exit).
+_real_exit = os._exit
 
 # ---------------------------------------------------------------------------
 # Protocol: a strict decoder equivalent to portproto.Decode.
@@ -384,10 +417,10 @@ def _dumps(obj, ascii=False):
 def valid_text(s):
     """``s`` with anything UTF-8 cannot encode (lone surrogates) replaced."""
     try:
-        s.encode("utf-8")
+        str.encode(s, "utf-8")
         return s
     except UnicodeEncodeError:
-        return s.encode("utf-8", "replace").decode("utf-8")
+        return str.encode(s, "utf-8", "replace").decode("utf-8")
 
 
 def _json_len(s):
@@ -411,43 +444,107 @@ def cut_for_json(s, budget):
     return s[:lo]
 
 
-def safe_repr(v):
-    try:
-        return valid_text(repr(v))
-    except BaseException as e:  # a broken __repr__, a recursion, a huge int
-        try:
-            return f"<unrepresentable {type(v).__name__}: {type(e).__name__}>"
-        except BaseException:
-            return "<unrepresentable value>"
+# Program objects are read through the type itself, never through
+# attributes the program can override: type(x) cannot lie, type.__name__'s
+# own descriptor ignores a metaclass property, and str.__str__ copies a str
+# subclass to a plain str without calling its methods.
+_TYPE_NAME = type.__dict__["__name__"].__get__
+_TYPE_MRO = type.__dict__["__mro__"].__get__
+_EXC_TRACEBACK = BaseException.__dict__["__traceback__"].__get__
+_EXIT_CODE = SystemExit.__dict__["code"].__get__
+# Fallback texts name what raised in at most this many characters.
+_THROWN_CHARS = 200
 
 
-def safe_str(v):
+def _exact_str(s):
+    """``s`` (a str or an instance of a str subclass) as a plain str."""
+    return s if type(s) is str else str.__str__(s)
+
+
+def class_name(cls):
+    """The name of the class ``cls``, whatever its metaclass says."""
     try:
-        return valid_text(str(v))
+        return valid_text(_exact_str(_TYPE_NAME(cls)))
     except BaseException:
-        return safe_repr(v)
+        return "object"
+
+
+def _cap(s, n):
+    return s if len(s) <= n else s[:n - 1] + "…"
+
+
+def thrown_text(e):
+    """A short "Type: message" for an exception raised while reading a
+    program object (its str may raise too)."""
+    name = class_name(type(e))
+    try:
+        msg = valid_text(_exact_str(str(e))[:_THROWN_CHARS])
+    except BaseException:
+        msg = "<str() failed>"
+    return _cap(f"{name}: {msg}" if msg else name, _THROWN_CHARS)
+
+
+def safe_repr(v, cap=1 << 20):
+    """repr(v) (at most ``cap`` characters), or a fallback naming what
+    raised."""
+    try:
+        return valid_text(_exact_str(repr(v))[:cap])
+    except BaseException as e:  # a broken __repr__, a recursion, a huge int
+        return f"<unrepresentable {class_name(type(v))}: {thrown_text(e)}>"
+
+
+def safe_str(v, cap=1 << 20):
+    """str(v) (at most ``cap`` characters), or a fallback naming what
+    raised."""
+    try:
+        return valid_text(_exact_str(str(v))[:cap])
+    except BaseException as e:
+        return f"<{class_name(type(v))} str() failed: {thrown_text(e)}>"
+
+
+_VALUE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_VALUE_ENCODER_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+
+
+def _value_json(value, cap):
+    """The JSON text json.dumps would give for ``value`` and whether it is
+    longer than ``cap`` characters; then only (a bit more than) ``cap``
+    characters of it are produced. Raises what the encoder raises."""
+    for encoder in (_VALUE_ENCODER, _VALUE_ENCODER_ASCII):
+        parts, n, over = [], 0, False
+        for chunk in encoder.iterencode(value):
+            parts.append(chunk)
+            n += len(chunk)
+            if n > cap:
+                over = True
+                break
+        text = "".join(parts)
+        if over:
+            text = text[:cap + 1]
+        try:
+            str.encode(text, "utf-8")
+            return text, over
+        except UnicodeEncodeError:  # lone surrogates in strings: escape them
+            continue
+    raise ValueError("unencodable value")
 
 
 def done_value_frame(value, limits):
     """The done frame of a program that returned ``value``."""
     if value is None:
         return '{"type":"done","ok":true}'
-    kind = "json"
+    cap = limits["maxValueBytes"]
+    kind, over = "json", False
     try:
-        text = _dumps(value)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # lone surrogates in strings: escape them
-            text = _dumps(value, ascii=True)
+        text, over = _value_json(value, cap)
     except BaseException:
-        kind, text = "inspect", safe_repr(value)
+        kind, text = "inspect", safe_repr(value, cap + 1)
     # The value as it appears in the frame is what the host measures
     # against maxValueBytes.
     raw = text if kind == "json" else _dumps(text)
-    truncated = False
-    if len(raw.encode("utf-8")) > limits["maxValueBytes"]:
-        truncated = True
-        raw = _dumps(cut_for_json(text, limits["maxValueBytes"] - 2))
+    truncated = over or len(raw.encode("utf-8")) > cap
+    if truncated:
+        raw = _dumps(cut_for_json(text, cap - 2))
 
     def render():
         return '{"type":"done","ok":true,"valueKind":"%s","value":%s%s}' % (kind, raw, ',"truncated":true' if truncated else "")
@@ -461,43 +558,82 @@ def done_value_frame(value, limits):
     return frame
 
 
-def _filter_traceback(te, seen):
-    if id(te) in seen:
-        return
-    seen.add(id(te))
-    te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == PROGRAM_FILE])
-    for child in (te.__cause__, te.__context__):
-        if child is not None:
-            _filter_traceback(child, seen)
-    for child in getattr(te, "exceptions", None) or ():
-        _filter_traceback(child, seen)
+def _filter_traceback(te):
+    # Iterative: a program can chain thousands of exceptions.
+    seen, todo = set(), [te]
+    while todo:
+        te = todo.pop()
+        if id(te) in seen:
+            continue
+        seen.add(id(te))
+        te.stack = traceback.StackSummary.from_list([f for f in te.stack if f.filename == PROGRAM_FILE])
+        todo.extend(c for c in (te.__cause__, te.__context__) if c is not None)
+        todo.extend(getattr(te, "exceptions", None) or ())
 
 
-def program_traceback(exc):
-    """The traceback of ``exc`` (and its chain) limited to program.py frames."""
+def _frames_text(tb):
+    """The program.py frames of the traceback ``tb``, formatted."""
+    frames = [f for f in traceback.extract_tb(tb) if f.filename == PROGRAM_FILE]
+    return "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
+
+
+def program_traceback(exc, cap=1 << 20, last_line=None):
+    """The traceback of ``exc`` (and its chain) limited to program.py frames.
+    When the exception's class or chain cannot be formatted (a metaclass
+    property that raises, a hostile __cause__), its own frames and
+    ``last_line`` are used instead."""
     try:
-        te = traceback.TracebackException(type(exc), exc, exc.__traceback__)
-        _filter_traceback(te, set())
-        return valid_text("".join(te.format()))
+        te = traceback.TracebackException(type(exc), exc, _EXC_TRACEBACK(exc))
+        _filter_traceback(te)
+        text = "".join(te.format())
     except BaseException:
-        return ""
+        try:
+            text = _frames_text(_EXC_TRACEBACK(exc))
+        except BaseException:
+            text = ""
+        if last_line is not None:
+            text += last_line + "\n"
+    return valid_text(_exact_str(text)[:cap])
 
 
 def done_error_frame(exc, limits):
     """The done frame of a program that raised ``exc``."""
-    name = cut_for_json(valid_text(type(exc).__name__), MAX_NAME_BYTES)
-    message = safe_str(exc)
-    stack = program_traceback(exc)
+    cap = limits["maxFrameBytes"]
+    name = cut_for_json(class_name(type(exc)), MAX_NAME_BYTES)
+    message = safe_str(exc, cap)
+    stack = program_traceback(exc, cap, f"{name}: {message}" if message else name)
     return _error_frame(name, message, stack, limits)
+
+
+def _exit_status_is_zero(code):
+    # As the interpreter reads SystemExit: None and an int equal to 0 (bool
+    # and int subclasses included) exit 0; anything else exits 1.
+    if code is None:
+        return True
+    try:
+        return issubclass(type(code), int) and int.__eq__(code, 0) is True
+    except BaseException:
+        return False
 
 
 def done_exit_frame(exc, limits):
     """SystemExit: code 0 or None is a successful run without a value (a
     script exiting 0); any other code fails the run with name "SystemExit"
     and the code (or the message passed to sys.exit) as message."""
-    if exc.code is None or exc.code == 0:
+    try:
+        code = _EXIT_CODE(exc)
+    except BaseException:
+        code = 1
+    if _exit_status_is_zero(code):
         return '{"type":"done","ok":true}'
-    return _error_frame("SystemExit", safe_str(exc.code), program_traceback(exc), limits)
+    cap = limits["maxFrameBytes"]
+    message = safe_str(code, cap)
+    return _error_frame("SystemExit", message, program_traceback(exc, cap, f"SystemExit: {message}"), limits)
+
+
+def fallback_frame(what, e, limits):
+    """The done frame when rendering the outcome itself failed."""
+    return _error_frame("Error", f"runner: cannot render the {what}: {thrown_text(e)}", "", limits)
 
 
 def _error_frame(name, message, stack, limits):
@@ -514,6 +650,189 @@ def _error_frame(name, message, stack, limits):
         stack = cut_for_json(stack, budget - _json_len(message))
         frame = render()
     return frame
+
+
+# ---------------------------------------------------------------------------
+# Tool arguments.
+#
+# The rule (the same in both runners): tool arguments must be JSON values
+# exactly. Objects (TypeScript: plain objects whose prototype is
+# Object.prototype or null, own enumerable string keys; Python: dict with
+# str keys), arrays (TypeScript: real Arrays without holes; Python: list),
+# strings without lone surrogates, finite numbers (Python: int, float; an
+# int beyond the float64 range is not finite for JSON readers), booleans
+# and null (Python: None), nested at most 512 arrays/objects deep, without
+# cycles, in a call frame of at most maxFrameBytes. A call with no argument
+# sends null. Nothing is converted: anything else (TypeScript: NaN,
+# Infinity, undefined, Date, Map, Set, BigInt, Symbol, functions, class
+# instances, typed arrays, boxed primitives, sparse-array holes; Python:
+# NaN, inf, tuples, sets, bytes, non-str keys, custom objects, subclasses of
+# the JSON types such as an IntEnum or a str subclass) is rejected before
+# any frame is sent: no call frame, no call id consumed. The call raises
+# (Python) or rejects with (TypeScript) a TypeError
+#
+#     tools["NAME"]: <path>: <reason>
+#
+# naming the first offending value in document order: <path> is "args",
+# then ".key" for keys like [A-Za-z_$][A-Za-z0-9_$]*, '["key"]' (JSON-quoted)
+# for other keys and "[i]" for indices, cut to 200 characters, e.g.
+# 'tools["search"]: args.items[3]: NaN is not JSON' or
+# 'tools["search"]: args: key 1 is not a string'. Reading the arguments
+# runs getters and proxy traps once (TypeScript); one that throws rejects
+# the call with what it threw. Python reads only exact dict/list/str/int/
+# float/bool/None objects, so no program code runs.
+
+MAX_ARGS_DEPTH = 512
+MAX_PATH_CHARS = 200
+_IDENTIFIER_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")  # used with fullmatch
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.MethodWrapperType,
+                   types.WrapperDescriptorType, types.MethodDescriptorType, types.ClassMethodDescriptorType)
+
+
+class _ArgsRejection(Exception):
+    def __init__(self, segments, reason):
+        super().__init__(reason)
+        self.segments = tuple(segments)
+        self.reason = reason
+
+
+def js_quote(s):
+    """``s`` as JSON.stringify quotes it: non-ASCII kept, lone surrogates
+    escaped as \\udxxx."""
+    return _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), json.dumps(s, ensure_ascii=False))
+
+
+def args_path(segments):
+    """The path text of a value inside the arguments: args, .key, ["key"],
+    [i], at most MAX_PATH_CHARS characters."""
+    out = "args"
+    for seg in segments:
+        if len(out) > MAX_PATH_CHARS:
+            break
+        if type(seg) is int:
+            out += f"[{seg}]"
+        else:
+            seg = seg[:MAX_PATH_CHARS]
+            out += "." + seg if _IDENTIFIER_RE.fullmatch(seg) else "[" + js_quote(seg) + "]"
+    return _cap(out, MAX_PATH_CHARS)
+
+
+def _not_json(v):
+    """Why ``v`` (not an exact JSON type) is not JSON."""
+    t = type(v)
+    if t is tuple:
+        return "a tuple is not JSON (use a list)"
+    if t is set or t is frozenset:
+        return f"a {t.__name__} is not JSON"
+    if t is bytes:
+        return "a bytes object is not JSON"
+    if t is bytearray or t is memoryview:
+        return f"a {t.__name__} is not JSON"
+    if t in _FUNCTION_TYPES:
+        return "a function is not JSON"
+    if t is types.CoroutineType:
+        return "a coroutine is not JSON (await it first)"
+    mro = _TYPE_MRO(t)
+    if any(c is type for c in mro):
+        return "a class is not JSON"
+    dt = sys.modules.get("datetime")
+    for kind in ("datetime", "date", "time"):
+        cls = getattr(dt, kind, None) if dt is not None else None
+        if cls is not None and any(c is cls for c in mro):
+            return f"a {kind} is not JSON (use .isoformat())"
+    if any(c is asyncio.Future for c in mro):
+        return "a Future is not JSON (await it first)"
+    name = class_name(t)
+    for base in (int, float, str, list, dict, tuple):
+        if any(c is base for c in mro):
+            hint = " (use a list)" if base is tuple else " (use dict(...))" if base is dict else ""
+            return f"an instance of {name} (a subclass of {base.__name__}) is not JSON{hint}"
+    return f"an instance of {name} is not JSON"
+
+
+def _leaf_bytes(v, segments):
+    """The least number of bytes the JSON of the non-container ``v`` takes,
+    or _ArgsRejection."""
+    if v is None:
+        return 4
+    t = type(v)
+    if t is bool:
+        return 4 if v else 5
+    if t is int:
+        try:
+            float(v)
+        except OverflowError:
+            raise _ArgsRejection(segments, "an integer beyond the float64 range is not JSON") from None
+        return 1
+    if t is float:
+        if math.isnan(v):
+            raise _ArgsRejection(segments, "NaN is not JSON")
+        if math.isinf(v):
+            raise _ArgsRejection(segments, "Infinity is not JSON" if v > 0 else "-Infinity is not JSON")
+        return 1
+    if t is str:
+        try:
+            return len(str.encode(v, "utf-8")) + 2
+        except UnicodeEncodeError:
+            raise _ArgsRejection(segments, "a string with a lone surrogate is not JSON") from None
+    raise _ArgsRejection(segments, _not_json(v))
+
+
+def tool_args_json(args, max_bytes):
+    """The JSON text of a tool call's arguments under the rule above; raises
+    _ArgsRejection naming the first value that breaks it. The walk is
+    iterative (no recursion limit applies) and stops as soon as the JSON
+    text certainly exceeds ``max_bytes``."""
+    too_large = f"too large: the call frame would exceed the {max_bytes}-byte frame limit"
+    size = 0
+    segments = []  # the path of `value`
+    chain = []  # per open container: [container, iterator, children seen]
+    open_ids = set()
+    value = args
+    while True:
+        t = type(value)
+        if t is dict or t is list:
+            if id(value) in open_ids:
+                raise _ArgsRejection(segments, "circular reference")
+            if len(chain) >= MAX_ARGS_DEPTH:
+                raise _ArgsRejection(segments, f"nested deeper than {MAX_ARGS_DEPTH} levels")
+            open_ids.add(id(value))
+            chain.append([value, iter(dict.items(value)) if t is dict else enumerate(value), 0])
+            segments.append(None)
+            size += 2
+        else:
+            size += _leaf_bytes(value, segments)
+        if size > max_bytes:
+            raise _ArgsRejection((), too_large)
+        while chain:  # on to the next value in document order
+            top = chain[-1]
+            try:
+                item = next(top[1], None)
+            except RuntimeError as e:  # another thread changed a dict
+                raise _ArgsRejection(segments[:-1], f"it changed while being read ({thrown_text(e)})") from None
+            if item is None:
+                chain.pop()
+                segments.pop()
+                open_ids.discard(id(top[0]))
+                continue
+            key, value = item
+            size += 1 if top[2] else 0
+            top[2] += 1
+            if type(top[0]) is dict:
+                if type(key) is not str:
+                    raise _ArgsRejection(segments[:-1], f"key {safe_repr(key, 60)} is not a string")
+                if _SURROGATE_RE.search(key):
+                    raise _ArgsRejection(segments[:-1], f"key {js_quote(key[:60])} has a lone surrogate")
+                size += len(key) + 3
+            segments[-1] = key
+            break
+        else:
+            break
+    try:
+        return _dumps(args)
+    except (TypeError, ValueError, RecursionError, RuntimeError) as e:  # changed by another thread since
+        raise _ArgsRejection((), f"it changed while being read ({thrown_text(e)})") from None
 
 
 # ---------------------------------------------------------------------------
@@ -644,12 +963,16 @@ class _BinaryCapture:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def write(self, b):
-        s = self._decoder.decode(bytes(b))
+        b = bytes(b)
+        s = self._decoder.decode(b)
         if s:
             self._text.write(s)
         return len(b)
 
     def flush(self):
+        self._text.flush()
+
+    def close(self):
         self._text.flush()
 
     def writable(self):
@@ -693,8 +1016,11 @@ class _Capture(io.TextIOBase):
         raise io.UnsupportedOperation("fileno")
 
     def write(self, s):
-        if not isinstance(s, str):
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        t = type(s)
+        if t is not str:
+            if not issubclass(t, str):
+                raise TypeError(f"write() argument must be str, not {class_name(t)}")
+            s = str.__str__(s)  # a plain copy: a subclass's __len__ or __contains__ never runs here
         with self._lock:
             self._pending.append(s)
             self._pending_chars += len(s)
@@ -724,7 +1050,9 @@ class _Capture(io.TextIOBase):
 
 
 class _LogHandler(logging.Handler):
-    """The root logger's handler: records become console log frames."""
+    """The root logger's handler: records become console log frames. A
+    record that cannot be formatted (a msg whose __str__ raises, arguments
+    that do not match, a hostile record) is logged as a line saying so."""
 
     def __init__(self, runner):
         super().__init__(logging.NOTSET)
@@ -734,12 +1062,32 @@ class _LogHandler(logging.Handler):
     def emit(self, record):
         try:
             text = self.format(record)
-        except Exception:
-            self.handleError(record)
-            return
+        except Exception as e:
+            text = _unformattable(record, e)
+        self._runner.emit_log("console", _console_level(record), text)
+
+    def handleError(self, record):
+        # logging's default prints a traceback (the runner's frames among
+        # them) to sys.stderr; emit never calls this, and nothing else may.
+        pass
+
+
+def _unformattable(record, e):
+    try:
+        msg, args = record.msg, record.args
+    except BaseException:
+        msg, args = "?", "?"
+    return f"<log record not formatted: {thrown_text(e)}; msg={safe_repr(msg, 200)}, args={safe_repr(args, 200)}>"
+
+
+def _console_level(record):
+    try:
         n = record.levelno
-        level = "error" if n >= logging.ERROR else "warn" if n >= logging.WARNING else "info" if n >= logging.INFO else "debug"
-        self._runner.emit_log("console", level, text)
+    except BaseException:
+        return "log"
+    if type(n) is not int:
+        return "log"
+    return "error" if n >= logging.ERROR else "warn" if n >= logging.WARNING else "info" if n >= logging.INFO else "debug"
 
 
 # ---------------------------------------------------------------------------
@@ -769,21 +1117,32 @@ class Runner:
         self._next_id = 1
         self._outstanding = {}  # id -> (future, tool name): calls sent and not yet answered
         self._log_bytes = 0
+        self._log_entries = 0
         self._logs_closed = False
         self._captures = []
+        self._pid = os.getpid()
 
     # -- transport
 
     def send(self, text):
-        with self._send_lock:
-            try:
-                self.ws.send(text)
-            except Exception:
-                pass  # the host went away: the reader notices and exits
+        # While a frame is being sent, program code the interpreter runs on
+        # this thread (a __del__ during a collection) must not log: that
+        # would send from inside a send (emit_log checks "busy").
+        tls = self._tls
+        busy = getattr(tls, "busy", False)
+        tls.busy = True
+        try:
+            with self._send_lock:
+                try:
+                    self.ws.send(text)
+                except Exception:
+                    pass  # the host went away: the reader notices and exits
+        finally:
+            tls.busy = busy
 
     def violation(self, reason):
         diag(f"protocol violation: {reason}")
-        os._exit(EXIT_PROTOCOL)
+        _real_exit(EXIT_PROTOCOL)
 
     def receive(self):
         """The next decoded host frame; exits the process when the host goes
@@ -796,11 +1155,11 @@ class Runner:
             # UTF-8 violation by the host.
             if sent is not None and sent.code in (1002, 1007) and self.state != "done":
                 self.violation(f"websocket: {sent.code} {sent.reason}")
-            os._exit(0)
+            _real_exit(0)
         except Exception as e:
             if self.state != "done":
                 diag(f"the bridge failed: {type(e).__name__}: {e}")
-            os._exit(0)
+            _real_exit(0)
         if not isinstance(data, str):
             self.violation("binary frame (the protocol uses text frames only)")
         try:
@@ -809,6 +1168,9 @@ class Runner:
             self.violation(str(e))
 
     def _read_results(self):
+        # Program code the interpreter runs on this thread (a __del__) must
+        # not log: this thread never sends.
+        self._tls.busy = True
         while True:
             msg = self.receive()
             if self.state == "done":
@@ -831,8 +1193,12 @@ class Runner:
             return
         if msg["ok"]:
             fut.set_result(msg["value"])
-        else:
-            fut.set_exception(ToolCallError(msg["message"], name))
+            return
+        try:
+            err = ToolCallError(msg["message"], name)
+        except BaseException:  # the program rewrote ToolCallError
+            err = RuntimeError(msg["message"])
+        fut.set_exception(err)
 
     # -- tool calls
 
@@ -847,13 +1213,14 @@ class Runner:
         return binding
 
     async def call(self, global_name, name, args):
-        try:
-            args_text = _dumps(args)
-            args_text.encode("utf-8")
-        except UnicodeEncodeError:
-            args_text = _dumps(args, ascii=True)
-        except RecursionError:
-            raise ValueError(f"{global_name}.{name}: arguments are nested too deeply") from None
+        where = f"{global_name}[{js_quote(name)}]"
+        if args is None:
+            args_text = "null"
+        else:
+            try:
+                args_text = tool_args_json(args, self.limits["maxFrameBytes"])
+            except _ArgsRejection as r:
+                raise TypeError(f"{where}: {args_path(r.segments)}: {r.reason}") from None
         fut = asyncio.get_running_loop().create_future()
         # The host requires increasing ids, even when a program calls tools
         # from several threads: assigning an id and sending its frame happen
@@ -869,7 +1236,7 @@ class Runner:
                         call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
                     size = len(frame.encode("utf-8"))
                     if size > self.limits["maxFrameBytes"]:
-                        raise ValueError(f"{global_name}.{name}: arguments too large: the call frame is {size} bytes, the limit is {self.limits['maxFrameBytes']}")
+                        raise TypeError(f"{where}: args: too large: the call frame would exceed the {self.limits['maxFrameBytes']}-byte frame limit")
                     self._next_id += 1
                     self._outstanding[call_id] = (fut, name)
             if not settled:
@@ -892,10 +1259,14 @@ class Runner:
                     entry["level"] = level
                 entry["text"] = ""
                 budget = self.limits["maxFrameBytes"] - len(_dumps(entry).encode("utf-8"))
-                entry["text"] = text = cut_for_json(valid_text(text), budget)
-                self._log_bytes += len(text.encode("utf-8"))
+                entry["text"] = text = cut_for_json(valid_text(text[:self.limits["maxFrameBytes"]]), budget)
+                # The host charges each entry LOG_ENTRY_OVERHEAD bytes on top
+                # of its text and keeps MAX_LOG_ENTRIES entries: stop sending
+                # what it would drop (the entry that crosses is sent).
+                self._log_entries += 1
+                self._log_bytes += len(text.encode("utf-8")) + LOG_ENTRY_OVERHEAD
                 self.send(_dumps(entry))
-                if self._log_bytes > self.limits["maxLogBytes"]:
+                if self._log_bytes > self.limits["maxLogBytes"] or self._log_entries > MAX_LOG_ENTRIES:
                     self._logs_closed = True
         finally:
             self._tls.busy = False
@@ -930,33 +1301,59 @@ class Runner:
         sys.argv = [PROGRAM_FILE]
         self.state = "running"
         self._capture_output()
+        os._exit = self.program_exit
         try:
             fn = compile_program(program, globals_)
         except BaseException as e:
-            self.finish(done_error_frame(e, self.limits))
+            self.finish(self._render(done_error_frame, e))
         threading.Thread(target=self._read_results, name="dsh-bridge-reader", daemon=True).start()
+        # Not asyncio.run: its teardown would cancel the program's task when
+        # the program stops the loop, hiding why; finish() exits anyway.
+        asyncio.set_event_loop(loop)
         try:
-            if sys.version_info >= (3, 12):
-                asyncio.run(self._main(fn), loop_factory=lambda: loop)
-            else:
-                asyncio.set_event_loop(loop)
-                loop.run_until_complete(self._main(fn))
+            loop.run_until_complete(self._main(fn))
         except SystemExit as e:  # raised in a task the program started
-            self.finish(done_exit_frame(e, self.limits))
+            self.finish(self._render(done_exit_frame, e))
         except BaseException as e:
-            self.finish(done_error_frame(e, self.limits))
+            self.finish(self._render(done_error_frame, e))
         self.finish(done_error_frame(RuntimeError("the program's event loop stopped before the program finished"), self.limits))
 
     async def _main(self, fn):
         try:
             value = await fn()
         except SystemExit as e:
-            frame = done_exit_frame(e, self.limits)
+            frame = self._render(done_exit_frame, e)
         except BaseException as e:
-            frame = done_error_frame(e, self.limits)
+            frame = self._render(done_error_frame, e)
         else:
-            frame = done_value_frame(value, self.limits)
+            frame = self._render(done_value_frame, value)
         self.finish(frame)
+
+    def _render(self, render, outcome):
+        """render(outcome, limits), or a plain error frame if even that
+        fails (each renderer already falls back on its own)."""
+        try:
+            return render(outcome, self.limits)
+        except BaseException as e:
+            return fallback_frame("outcome", e, self.limits)
+
+    def program_exit(self, status):
+        """os._exit as the program sees it. In the runner's own process it
+        ends the run like sys.exit: 0 is a successful run without a value,
+        anything else fails it with name "Exit". A forked child (or a call
+        made while this thread sends a frame) exits for real."""
+        if os.getpid() != self._pid or getattr(self._tls, "busy", False):
+            _real_exit(status)
+        status = operator.index(status)  # os._exit's own TypeError for a non-integer
+        if status == 0:
+            self.finish('{"type":"done","ok":true}')
+        message = f"os._exit({status})"
+        try:
+            frames = [f for f in traceback.extract_stack(sys._getframe(1)) if f.filename == PROGRAM_FILE]
+            stack = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
+        except BaseException:
+            stack = ""
+        self.finish(_error_frame("Exit", message, stack + f"Exit: {message}\n", self.limits))
 
     def finish(self, frame):
         """Send the done frame (once), close the socket and exit 0."""
@@ -973,7 +1370,7 @@ class Runner:
                 self.ws.close()
             except Exception:
                 pass
-            os._exit(0)
+            _real_exit(0)
 
 
 def main(argv):

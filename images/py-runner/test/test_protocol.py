@@ -2,9 +2,16 @@
 program compilation. Run from images/py-runner:
 python3 -m unittest discover -s test -v"""
 
+import asyncio
+import collections
+import datetime
+import decimal
+import enum
 import json
+import math
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -176,7 +183,7 @@ class ValueTest(unittest.TestCase):
             def __repr__(self):
                 raise RuntimeError("no")
 
-        self.assertEqual(self.frame(Broken())["value"], "<unrepresentable Broken: RuntimeError>")
+        self.assertEqual(self.frame(Broken())["value"], "<unrepresentable Broken: RuntimeError: no>")
         # A lone surrogate in a JSON value is escaped, so the frame stays UTF-8.
         frame = boot.done_value_frame("a\ud800", LIMITS)
         frame.encode("utf-8")
@@ -210,6 +217,8 @@ class ValueTest(unittest.TestCase):
         self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(), LIMITS)), {"type": "done", "ok": True})
         self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(3), LIMITS))["error"], {"name": "SystemExit", "message": "3", "stack": "SystemExit: 3\n"})
         self.assertEqual(json.loads(boot.done_exit_frame(SystemExit("bye"), LIMITS))["error"]["message"], "bye")
+        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(False), LIMITS)), {"type": "done", "ok": True})
+        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(0.0), LIMITS))["error"]["message"], "0.0")  # as the interpreter: not an int
 
     def test_cut_for_json(self):
         self.assertEqual(boot.cut_for_json("abc", 2), "ab")
@@ -222,6 +231,359 @@ class ValueTest(unittest.TestCase):
                 cut = boot.cut_for_json(s, b)
                 self.assertLessEqual(len(json.dumps(cut, ensure_ascii=False).encode()) - 2, b)
                 self.assertTrue(s.startswith(cut))
+
+
+# --- hostile program objects: the renderers never raise and say what broke
+
+
+class NameRaises(type):
+    @property
+    def __name__(cls):
+        raise RuntimeError("no name for you")
+
+
+class QualnameRaises(type):
+    def __getattribute__(cls, name):
+        if name in ("__qualname__", "__module__", "__name__"):
+            raise RuntimeError(f"no {name} for you")
+        return super().__getattribute__(name)
+
+
+class HostileStr(str):
+    def __len__(self):
+        raise RuntimeError("len")
+
+    def encode(self, *a, **k):
+        raise RuntimeError("encode")
+
+    def __getitem__(self, i):
+        raise RuntimeError("getitem")
+
+
+class Raises:
+    def __init__(self, what="no"):
+        self.what = what
+
+    def __repr__(self):
+        raise RuntimeError(self.what)
+
+    def __str__(self):
+        raise ValueError(self.what)
+
+    def __eq__(self, other):
+        raise RuntimeError("eq")
+
+    __hash__ = None
+
+
+def raised(exc):
+    """exc with a traceback, as the runner receives it."""
+    try:
+        raise exc
+    except BaseException as e:
+        return e
+
+
+class HostileObjectTest(unittest.TestCase):
+    maxDiff = None
+
+    def error(self, exc):
+        frame = boot.done_error_frame(exc, LIMITS)
+        done = boot.decode_frame(boot.RUNNER_TO_HOST, frame, LIMITS["maxFrameBytes"])
+        return done["error"]
+
+    def test_exceptions(self):
+        class E1(Exception, metaclass=NameRaises):
+            pass
+
+        class E2(Exception, metaclass=QualnameRaises):
+            pass
+
+        class E3(Exception):
+            def __str__(self):
+                raise ValueError("bad str")
+
+        class E4(Exception):
+            def __str__(self):
+                return HostileStr("hostile but printable")
+
+        class E5(Exception):
+            @property
+            def __cause__(self):
+                raise RuntimeError("no cause")
+
+        class E6(Exception):
+            @property
+            def __traceback__(self):
+                raise RuntimeError("no traceback")
+
+        class E7(Exception):
+            @property
+            def __notes__(self):
+                raise RuntimeError("no notes")
+
+        cases = [
+            # (exception, name, message, text the stack must contain)
+            (raised(E1("boom")), "E1", "boom", "E1: boom"),
+            (raised(E2("boom")), "E2", "boom", "E2: boom"),
+            (raised(E3()), "E3", "<E3 str() failed: ValueError: bad str>", "E3: <exception str() failed>"),
+            (raised(E4()), "E4", "hostile but printable", "E4: hostile but printable"),
+            (raised(E5("c")), "E5", "c", "E5: c"),
+            (raised(E6("t")), "E6", "t", "E6: t"),
+            (raised(E7("n")), "E7", "n", "E7: n"),
+            (raised(ValueError(Raises("inner"))), "ValueError", "<ValueError str() failed: ValueError: inner>", "ValueError"),
+            (raised(KeyboardInterrupt()), "KeyboardInterrupt", "", "KeyboardInterrupt"),
+            (raised(GeneratorExit("g")), "GeneratorExit", "g", "GeneratorExit: g"),
+            (raised(RecursionError("deep")), "RecursionError", "deep", "RecursionError: deep"),
+        ]
+        for exc, name, message, in_stack in cases:
+            with self.subTest(name):
+                err = self.error(exc)
+                self.assertEqual((err["name"], err["message"]), (name, message))
+                self.assertIn(in_stack, err.get("stack", ""))
+                self.assertNotIn("bootstrap", err.get("stack", ""))
+
+    def test_a_long_exception_chain(self):
+        e = None
+        for i in range(3000):
+            try:
+                raise ValueError(i) from e
+            except ValueError as x:
+                e = x
+        err = self.error(e)
+        self.assertEqual((err["name"], err["message"]), ("ValueError", "2999"))
+        self.assertIn("The above exception was the direct cause", err["stack"])
+
+    def test_system_exit_codes(self):
+        class CodeRaises(SystemExit):
+            @property
+            def code(self):
+                raise RuntimeError("no code")
+
+        class Zero(enum.IntEnum):
+            ZERO = 0
+
+        ok = {"type": "done", "ok": True}
+        cases = [
+            (SystemExit(Raises("weird")), None, "<Raises str() failed: ValueError: weird>"),  # its __eq__ raises
+            (CodeRaises(5), None, "5"),  # the real code, not the property
+            (SystemExit(Zero.ZERO), ok, None),
+            (SystemExit(HostileStr("bye")), None, "bye"),
+            (SystemExit([1, 2]), None, "[1, 2]"),
+        ]
+        for exc, want, message in cases:
+            with self.subTest(repr(type(exc.args[0]) if exc.args else exc)):
+                done = json.loads(boot.done_exit_frame(raised(exc), LIMITS))
+                if want is not None:
+                    self.assertEqual(done, want)
+                else:
+                    self.assertEqual((done["error"]["name"], done["error"]["message"]), ("SystemExit", message))
+
+    def test_values(self):
+        class DictItemsRaise(dict):
+            def items(self):
+                raise RuntimeError("items")
+
+        class Recursive:
+            def __repr__(self):
+                return repr(self)
+
+        class Huge:
+            def __repr__(self):
+                return "x" * (3 << 20)
+
+        class ClassRaises:
+            @property
+            def __class__(self):
+                raise RuntimeError("class")
+
+            def __repr__(self):
+                return "ClassRaises()"
+
+        P = NameRaises("P", (), {"__repr__": lambda self: 1 / 0})
+        cases = [
+            (Raises(), "<unrepresentable Raises: RuntimeError: no>"),
+            (P(), "<unrepresentable P: ZeroDivisionError: division by zero>"),
+            (DictItemsRaise(a=1), "{'a': 1}"),
+            (Recursive(), "<unrepresentable Recursive: RecursionError: maximum recursion depth exceeded>"),
+            (ClassRaises(), "ClassRaises()"),
+            ({"k": Raises()}, "<unrepresentable dict: RuntimeError: no>"),
+            (HostileStr("a str subclass"), "a str subclass"),
+        ]
+        for v, want in cases:
+            with self.subTest(want):
+                done = json.loads(boot.done_value_frame(v, LIMITS))
+                self.assertEqual(done["value"], want)
+        # A huge repr is cut, and the frame is valid.
+        done = json.loads(boot.done_value_frame(Huge(), LIMITS))
+        self.assertEqual((done["valueKind"], done["truncated"]), ("inspect", True))
+        # A JSON value whose text would be huge (shared lists) is produced
+        # only up to the cap.
+        x = [1] * 1000
+        bomb = [[x] * 1000] * 1000
+        start = time.monotonic()
+        done = json.loads(boot.done_value_frame(bomb, LIMITS))
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertEqual((done["valueKind"], done["truncated"]), ("json", True))
+        self.assertTrue(done["value"].startswith("[[[1,1,"))
+
+    def test_class_names(self):
+        A = NameRaises("A", (), {})
+        B = type("B", (), {})
+        B.__name__ = HostileStr("Bee")
+        self.assertEqual(boot.class_name(A), "A")
+        self.assertEqual(boot.class_name(B), "Bee")
+        self.assertIs(type(boot.class_name(B)), str)
+
+    def test_log_records_that_cannot_be_formatted(self):
+        import logging
+
+        sent = []
+
+        class FakeRunner:
+            def emit_log(self, source, level, text):
+                sent.append((source, level, text))
+
+        h = boot._LogHandler(FakeRunner())
+        mk = logging.LogRecord
+        h.emit(mk("x", logging.WARNING, "p.py", 1, Raises("msg"), None, None))
+        h.emit(mk("x", logging.ERROR, "p.py", 1, "%d", ("x",), None))
+        rec = mk("x", logging.INFO, "p.py", 1, "fine", None, None)
+        rec.levelno = Raises()
+        h.emit(rec)
+        self.assertEqual(sent, [
+            ("console", "warn", "<log record not formatted: ValueError: msg; msg=<unrepresentable Raises: RuntimeError: msg>, args=None>"),
+            ("console", "error", "<log record not formatted: TypeError: %d format: a real number is required, not str; msg='%d', args=('x',)>"),
+            ("console", "log", "fine"),
+        ])
+
+
+# --- the tool-argument rule
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
+
+class Name(str):
+    pass
+
+
+class ArgsTest(unittest.TestCase):
+    maxDiff = None
+
+    def reject(self, args, max_bytes=1 << 20):
+        try:
+            text = boot.tool_args_json(args, max_bytes)
+        except boot._ArgsRejection as r:
+            return f"{boot.args_path(r.segments)}: {r.reason}"
+        self.fail(f"accepted: {text}")
+
+    def test_json_values_cross_exactly(self):
+        for args, want in [
+            ({"a": [1, 2.5, "x", True, False, None, {"b": []}], "big": 2**64, "neg0": -0.0, "é": "😀"},
+             '{"a":[1,2.5,"x",true,false,null,{"b":[]}],"big":18446744073709551616,"neg0":-0.0,"é":"😀"}'),
+            ([], "[]"),
+            ("s", '"s"'),
+            (0, "0"),
+            (1e300, "1e+300"),
+            (2**1023, str(2**1023)),
+        ]:
+            with self.subTest(want):
+                self.assertEqual(boot.tool_args_json(args, 1 << 20), want)
+        # Shared (not circular) values are fine.
+        shared = {"s": 1}
+        self.assertEqual(boot.tool_args_json([shared, shared], 100), '[{"s":1},{"s":1}]')
+        # 512 levels are fine, 513 are not.
+        deep = []
+        for _ in range(511):
+            deep = [deep]
+        self.assertEqual(boot.tool_args_json(deep, 1 << 20), "[" * 512 + "]" * 512)
+
+    def test_lossy_values_are_rejected_with_a_path(self):
+        cyc = {"a": 1}
+        cyc["self"] = cyc
+        deep = []
+        for _ in range(600):
+            deep = [deep]
+
+        async def coro():
+            pass
+
+        c = coro()
+        self.addCleanup(c.close)
+        loop = asyncio.new_event_loop()
+        self.addCleanup(loop.close)
+        K = NameRaises("K", (), {})
+        cases = [
+            ({"items": [1, 2, 3, float("nan")]}, "args.items[3]: NaN is not JSON"),
+            ({"x": math.inf}, "args.x: Infinity is not JSON"),
+            ([-math.inf], "args[0]: -Infinity is not JSON"),
+            ({"t": (1, 2)}, "args.t: a tuple is not JSON (use a list)"),
+            ({1: "a"}, "args: key 1 is not a string"),
+            ({"a": {(1, 2): 0}}, "args.a: key (1, 2) is not a string"),
+            ({"a": {Raises(): 0}} if False else {"a": {None: 0}}, "args.a: key None is not a string"),
+            ({"a b": {"x": {1, 2}}}, 'args["a b"].x: a set is not JSON'),
+            ({"f": frozenset()}, "args.f: a frozenset is not JSON"),
+            ({"b": b"x"}, "args.b: a bytes object is not JSON"),
+            ({"b": bytearray(b"x")}, "args.b: a bytearray is not JSON"),
+            ({"fn": len}, "args.fn: a function is not JSON"),
+            ({"fn": lambda: 1}, "args.fn: a function is not JSON"),
+            ({"fn": "".join}, "args.fn: a function is not JSON"),
+            ({"fn": ArgsTest.reject}, "args.fn: a function is not JSON"),
+            ({"c": Color.RED}, "args.c: an instance of Color (a subclass of int) is not JSON"),
+            ({"n": Name("x")}, "args.n: an instance of Name (a subclass of str) is not JSON"),
+            ({"o": collections.OrderedDict()}, "args.o: an instance of OrderedDict (a subclass of dict) is not JSON (use dict(...))"),
+            ({"p": collections.namedtuple("P", "x")(1)}, "args.p: an instance of P (a subclass of tuple) is not JSON (use a list)"),
+            ({"d": decimal.Decimal("1.5")}, "args.d: an instance of Decimal is not JSON"),
+            ({"when": datetime.datetime(2020, 1, 1)}, "args.when: a datetime is not JSON (use .isoformat())"),
+            ({"day": datetime.date(2020, 1, 1)}, "args.day: a date is not JSON (use .isoformat())"),
+            ({"o": object()}, "args.o: an instance of object is not JSON"),
+            ({"k": K()}, "args.k: an instance of K is not JSON"),
+            ({"cls": dict}, "args.cls: a class is not JSON"),
+            ({"c": c}, "args.c: a coroutine is not JSON (await it first)"),
+            ({"f": loop.create_future()}, "args.f: a Future is not JSON (await it first)"),
+            ({"n": 10**400}, "args.n: an integer beyond the float64 range is not JSON"),
+            ({"s": "ok \ud800"}, "args.s: a string with a lone surrogate is not JSON"),
+            ({"\udc00": 1}, 'args: key "\\udc00" has a lone surrogate'),
+            (cyc, "args.self: circular reference"),
+            ([[1], [2, [cyc]]], "args[1][1][0].self: circular reference"),
+            ({"$ref": [1, {"é": None, "ok": float("nan")}]}, "args.$ref[1].ok: NaN is not JSON"),
+            ({"x": {"é": math.nan}}, 'args.x["é"]: NaN is not JSON'),
+            ({"": 1.5, "q\"": math.nan}, 'args["q\\""]: NaN is not JSON'),
+            (float("nan"), "args: NaN is not JSON"),
+        ]
+        for args, want in cases:
+            with self.subTest(want):
+                self.assertEqual(self.reject(args), want)
+        # Too deep: the path is cut.
+        got = self.reject(deep)
+        self.assertTrue(got.startswith("args[0][0][0]"), got)
+        self.assertTrue(got.endswith("…: nested deeper than 512 levels"), got)
+        self.assertEqual(len(got.split(": ")[0]), boot.MAX_PATH_CHARS)
+        # A long key is cut in the path too.
+        got = self.reject({"k" * 5000: {"x": math.nan}})
+        self.assertEqual(got, "args." + "k" * 194 + "…: NaN is not JSON")
+        got = self.reject({"k-" * 5000: math.nan})
+        self.assertEqual(len(got.split(": ")[0]), boot.MAX_PATH_CHARS)
+
+    def test_size_is_bounded_before_it_is_read_in_full(self):
+        self.assertEqual(self.reject({"s": "x" * 5000}, 4096), "args: too large: the call frame would exceed the 4096-byte frame limit")
+        x = [1] * 1000
+        bomb = [[x] * 1000] * 1000  # 10^9 numbers, 3 lists
+        start = time.monotonic()
+        self.assertEqual(self.reject(bomb, 1 << 20), "args: too large: the call frame would exceed the 1048576-byte frame limit")
+        self.assertLess(time.monotonic() - start, 5)
+        # The walk's estimate is a lower bound of the text's bytes (exact here: 30),
+        # so it never rejects what fits; the call checks the exact frame.
+        v = ["é" * 10, [1, 2]]
+        self.assertEqual(boot.tool_args_json(v, 30), '["éééééééééé",[1,2]]')
+        self.assertEqual(self.reject(v, 29), "args: too large: the call frame would exceed the 29-byte frame limit")
+
+    def test_quoting_matches_json_stringify(self):
+        for s, want in [("a", '"a"'), ('q"\\', '"q\\"\\\\"'), ("\n\x01\x7f", '"\\n\\u0001\x7f"'), ("é😀", '"é😀"'), ("\ud800x", '"\\ud800x"')]:
+            with self.subTest(s):
+                self.assertEqual(boot.js_quote(s), want)
 
 
 class CompileTest(unittest.TestCase):

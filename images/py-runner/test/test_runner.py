@@ -266,21 +266,158 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual([c["args"]["n"] for c in out.calls], ["a", "b", "c", "d"])
         self.assertEqual(done["value"], "abcd")
 
-    def test_arguments_that_are_not_json_raise_locally(self):
+    def test_arguments_that_are_not_json_are_rejected_in_the_program(self):
+        # (value, message): the ArgsTest unit test covers the rule in full;
+        # here each rejection must reach the program as TypeError and send
+        # nothing.
+        cases = [
+            ('{"items": [1, 2, 3, float("nan")]}', 'tools["echo"]: args.items[3]: NaN is not JSON'),
+            ('{"t": (1, 2)}', 'tools["echo"]: args.t: a tuple is not JSON (use a list)'),
+            ('{1: "a"}', 'tools["echo"]: args: key 1 is not a string'),
+            ('{"a b": {"x": {1}}}', 'tools["echo"]: args["a b"].x: a set is not JSON'),
+            ('{"c": enum.IntEnum("C", "A").A}', 'tools["echo"]: args.c: an instance of C (a subclass of int) is not JSON'),
+            ('{"s": "\\ud800"}', 'tools["echo"]: args.s: a string with a lone surrogate is not JSON'),
+            ("cyc", 'tools["echo"]: args.self: circular reference'),
+            ('"x" * 5000', 'tools["echo"]: args: too large: the call frame would exceed the 4096-byte frame limit'),
+            ('{"k": float("inf")}', 'tools["my-tool"]: args.k: Infinity is not JSON'),
+        ]
         program = "\n".join([
-            "errs = []",
-            'for bad in [{1, 2}, float("nan"), object(), "x" * 5000]:',
-            "    try:",
-            "        await tools.echo(bad)",
-            '        errs.append("sent")',
-            "    except (TypeError, ValueError) as e:",
-            "        errs.append(type(e).__name__)",
-            'errs.append((await tools.echo("after"))["args"])',
-            "return errs",
+            "import enum",
+            'cyc = {"a": 1}',
+            'cyc["self"] = cyc',
+            "out = []",
+            *[f"try:\n    await tools{'[\"my-tool\"]' if 'my-tool' in want else '.echo'}({v})\n    out.append('sent')\n"
+              f"except TypeError as e:\n    out.append(str(e))" for v, want in cases],
+            'out.append((await tools.echo("after"))["args"])',
+            "return out",
         ])
         out = host(program, limits=dict(LIMITS, maxFrameBytes=4096))
-        self.assertEqual(self.ok(out)["value"], ["TypeError", "ValueError", "TypeError", "ValueError", "after"])
+        self.assertEqual(self.ok(out)["value"], [want for _, want in cases] + ["after"])
+        # Nothing was sent for the rejected calls, and no id was used.
         self.assertEqual([(c["id"], c["args"]) for c in out.calls], [(1, "after")])
+
+    def test_hostile_programs_end_as_exceptions_or_renderings(self):
+        # (name, program, expected done error (name, message) or value,
+        # text the stack must contain). Each must end with a valid done
+        # frame, nothing on stderr and no runner frame anywhere.
+        cases = [
+            ("exception class whose __name__ raises",
+             "class Meta(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError('no name')\n"
+             "class E(Exception, metaclass=Meta):\n    pass\nraise E('boom')",
+             ("E", "boom"), 'line 7, in __dsh_main__'),
+            ("exception whose __str__ raises",
+             "class E(Exception):\n    def __str__(self):\n        raise ValueError('bad str')\nraise E()",
+             ("E", "<E str() failed: ValueError: bad str>"), "E: <exception str() failed>"),
+            ("exception class whose __getattribute__ raises",
+             "class Meta(type):\n    def __getattribute__(cls, n):\n        if n in ('__qualname__', '__module__', '__name__'):\n"
+             "            raise RuntimeError(n)\n        return super().__getattribute__(n)\n"
+             "class E(Exception, metaclass=Meta):\n    pass\nraise E('boom')",
+             ("E", "boom"), 'E: boom'),
+            ("exception whose __cause__ raises",
+             "class E(Exception):\n    @property\n    def __cause__(self):\n        raise RuntimeError('no')\nraise E('c')",
+             ("E", "c"), "E: c"),
+            ("KeyboardInterrupt", "raise KeyboardInterrupt('stop')", ("KeyboardInterrupt", "stop"), "line 1"),
+            ("GeneratorExit", "raise GeneratorExit('gen')", ("GeneratorExit", "gen"), "line 1"),
+            ("SystemExit whose code's __eq__ raises",
+             "import sys\nclass W:\n    def __eq__(self, o):\n        raise RuntimeError('eq')\n    def __str__(self):\n        return 'weird'\nsys.exit(W())",
+             ("SystemExit", "weird"), "SystemExit: weird"),
+            ("SystemExit whose code property raises",
+             "class X(SystemExit):\n    @property\n    def code(self):\n        raise RuntimeError('code')\nraise X(4)",
+             ("SystemExit", "4"), "line 5"),
+            ("sys.exit with a message", "import sys\nsys.exit('bye')", ("SystemExit", "bye"), "SystemExit: bye"),
+            ("os._exit(3)", "import os\nprint('before')\nos._exit(3)\nprint('after')", ("Exit", "os._exit(3)"), 'line 3, in __dsh_main__'),
+            ("os._exit(0)", "import os\nos._exit(0)\nprint('after')", None, None),
+            ("os._exit in a thread", "import os, threading, time\nthreading.Thread(target=os._exit, args=(5,)).start()\ntime.sleep(5)",
+             ("Exit", "os._exit(5)"), "Exit: os._exit(5)"),
+            ("os._exit in a forked child is real",
+             "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\n_, status = os.waitpid(pid, 0)\nreturn os.waitstatus_to_exitcode(status)",
+             7, None),
+            ("print whose __str__ raises",
+             "class S:\n    def __str__(self):\n        raise ValueError('no str')\nprint(S())",
+             ("ValueError", "no str"), 'line 4, in __dsh_main__'),
+            ("recursion while printing", "def f(n):\n    print(n)\n    f(n + 1)\nf(0)", ("RecursionError", "maximum recursion depth exceeded"), "line 3, in f"),
+            ("value whose __repr__ raises", "class P:\n    def __repr__(self):\n        raise RuntimeError('no repr')\nreturn P()",
+             "<unrepresentable P: RuntimeError: no repr>", None),
+            ("value whose __repr__ recurses", "class P:\n    def __repr__(self):\n        return repr(self)\nreturn P()",
+             "<unrepresentable P: RecursionError: maximum recursion depth exceeded>", None),
+            ("value whose class and metaclass name raise",
+             "class Meta(type):\n    @property\n    def __name__(cls):\n        raise RuntimeError('no')\n"
+             "class P(metaclass=Meta):\n    @property\n    def __class__(self):\n        raise RuntimeError('no')\n    def __repr__(self):\n        return 1/0\nreturn P()",
+             "<unrepresentable P: ZeroDivisionError: division by zero>", None),
+            ("value with an exception from __eq__ and __hash__",
+             "class P:\n    def __eq__(self, o):\n        raise RuntimeError('eq')\n    def __hash__(self):\n        raise RuntimeError('hash')\n"
+             "    def __repr__(self):\n        return 'P()'\nreturn [P()]",
+             "[P()]", None),
+            ("a task left pending", "import asyncio\nasync def forever():\n    await asyncio.sleep(100)\nt = asyncio.create_task(forever())\nawait asyncio.sleep(0)\nreturn 'left'",
+             "left", None),
+            ("the program's event loop stopped", "import asyncio\nasyncio.get_running_loop().stop()\nawait asyncio.sleep(1)",
+             ("RuntimeError", "Event loop stopped before Future completed."), None),
+        ]
+        outs = hosts(*(dict(program=prog) for _, prog, _, _ in cases))
+        for (name, _, want, in_stack), out in zip(cases, outs):
+            with self.subTest(name):
+                done = self.ok(out)
+                texts = [log["text"] for log in out.logs] + [json.dumps(done)]
+                for t in texts:
+                    self.assertNotIn("bootstrap", t)
+                if want is None:
+                    self.assertEqual(done, {"type": "done", "ok": True})
+                elif isinstance(want, tuple):
+                    self.assertFalse(done["ok"], done)
+                    self.assertEqual((done["error"]["name"], done["error"]["message"]), want)
+                    if in_stack:
+                        self.assertIn(in_stack, done["error"]["stack"])
+                else:
+                    self.assertTrue(done["ok"], done)
+                    self.assertEqual(done["value"], want)
+        by_name = dict(zip((c[0] for c in cases), outs))
+        self.assertEqual([log["text"] for log in by_name["os._exit(3)"].logs], ["before\n"])
+
+    def test_hostile_output(self):
+        program = "\n".join([
+            "import gc, logging, sys",
+            "class S:",
+            "    def __str__(self):",
+            "        raise ValueError('no str')",
+            "class Sub(str):",
+            "    def __len__(self):",
+            "        raise RuntimeError('len')",
+            "    def __contains__(self, x):",
+            "        raise RuntimeError('contains')",
+            "class P:",
+            "    def __str__(self):",
+            "        return Sub('printed through a str subclass')",
+            "print(P())",
+            "logging.warning(S())",
+            'logging.error("%d items", "x")',
+            "class D:",
+            "    def __del__(self):",
+            "        raise RuntimeError('from __del__')",
+            "d = D()",
+            "del d",
+            "gc.collect()",
+            "sys.stdout.close()",
+            "print('after close')",
+            "sys.stdout.buffer.close()",
+            "saved, sys.stdout = sys.stdout, None",
+            "print('into None')",
+            "sys.stdout = saved",
+            "return 'survived'",
+        ])
+        out = host(program)
+        self.assertEqual(self.ok(out)["value"], "survived")
+        texts = [log["text"] for log in out.logs]
+        for t in texts:
+            self.assertNotIn("bootstrap", t)
+            self.assertNotIn("--- Logging error ---", t)
+        self.assertEqual(texts[0], "printed through a str subclass\n")
+        self.assertRegex(texts[1], r"^<log record not formatted: ValueError: no str; msg=<__main__\.__dsh_main__\.<locals>\.S object at 0x[0-9a-f]+>, args=\(\)>$")
+        self.assertEqual(texts[2], "<log record not formatted: TypeError: %d format: a real number is required, not str; msg='%d items', args=('x',)>")
+        unraisable = "".join(t for log, t in zip(out.logs, texts) if log["source"] == "stderr")
+        self.assertIn("Exception ignored in", unraisable)
+        self.assertIn("RuntimeError: from __del__", unraisable)
+        self.assertIn("after close\n", texts)
+        self.assertNotIn("into None\n", texts)
 
     def test_errors_and_syntax_errors(self):
         runtime, syntax, syntax2, exit3, interrupt, group = hosts(
@@ -327,20 +464,32 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(self.ok(small), {"type": "done", "ok": True, "valueKind": "json", "value": "é" * 100})
 
     def test_log_cap_and_frame_cut(self):
-        limits = {"maxLogBytes": 100, "maxValueBytes": 1000, "maxFrameBytes": 4096}
+        limits = {"maxLogBytes": 200, "maxValueBytes": 1000, "maxFrameBytes": 4096}
         capped, long = hosts(
             dict(program='for i in range(50):\n    print(f"line {i:03d}" + " " * 19)\nreturn "finished"', limits=limits),
             dict(program='import logging\nlogging.warning("y" * 10000)\nprint("\\n" * 5000, end="")', limits=dict(limits, maxLogBytes=1 << 20)),
         )
         self.assertEqual(self.ok(capped)["value"], "finished")
-        # 28 bytes each: the 4th entry crosses 100 and is the last one sent.
-        self.assertEqual([log["text"][:8] for log in capped.logs], ["line 000", "line 001", "line 002", "line 003"])
+        # 28 bytes each plus 64 per entry: the 3rd entry crosses 200 and is the last one sent.
+        self.assertEqual([log["text"][:8] for log in capped.logs], ["line 000", "line 001", "line 002"])
         self.ok(long)
         self.assertEqual(len(long.logs), 2)
         for f in long.frames:
             self.assertLessEqual(len(f.encode()), 4096)
         self.assertRegex(long.logs[0]["text"], r"^y{4000,}$")
         self.assertRegex(long.logs[1]["text"], r"^\n{1000,}$")
+
+    def test_empty_log_entries_count(self):
+        # Empty entries cost the per-entry overhead, and at most 10,000
+        # entries (and the one that crosses) are sent.
+        many, small = hosts(
+            dict(program='import logging\nfor _ in range(50000):\n    logging.info("")\nreturn "done"'),
+            dict(program='import logging\nfor _ in range(100):\n    logging.info("")\nreturn "done"', limits=dict(LIMITS, maxLogBytes=640)),
+        )
+        self.assertEqual(self.ok(many)["value"], "done")
+        self.assertEqual(len(many.logs), boot.MAX_LOG_ENTRIES + 1)
+        self.assertEqual(self.ok(small)["value"], "done")
+        self.assertEqual(len(small.logs), 11)  # 11 * 64 > 640
 
     def test_protocol_violations_exit_71(self):
         def run(program):
