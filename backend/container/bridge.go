@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -21,9 +23,16 @@ import (
 // bridge is the host end of one run's websocket bridge: a private
 // directory holding a Unix socket, served by a websocket endpoint that
 // accepts exactly one connection.
+//
+// The first connection is the runner's: it connects while the container
+// starts, before any program exists. Every later connection comes from the
+// program, and is closed as soon as it is accepted, before a byte of it is
+// read (see oneConnListener): the host buffers nothing for it. The one
+// connection's handshake is held to maxHandshakeBytes of request head and
+// handshakeTimeout; after it, frames are held to maxFrame each.
 type bridge struct {
 	dir      string
-	ln       net.Listener
+	ln       *oneConnListener
 	srv      *http.Server
 	maxFrame int
 
@@ -42,6 +51,9 @@ const (
 	maxSocketPath    = 108
 	writeTimeout     = 10 * time.Second
 	handshakeTimeout = 10 * time.Second
+	// maxHandshakeBytes bounds the runner's request head (net/http allows
+	// 4 KiB of slack on top); a websocket upgrade needs a few hundred.
+	maxHandshakeBytes = 4 << 10
 )
 
 // newBridge creates a private directory under base and starts serving a
@@ -68,14 +80,15 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 	if len(path) >= maxSocketPath {
 		return nil, fmt.Errorf("bridge socket path %s is %d bytes; Unix sockets allow %d: choose a shorter socket directory", path, len(path), maxSocketPath-1)
 	}
-	ln, err := net.Listen("unix", path)
+	uln, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, fmt.Errorf("bridge socket: %w", err)
 	}
 	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
+		uln.Close()
 		return nil, err
 	}
+	ln := &oneConnListener{Listener: uln}
 	b := &bridge{
 		dir:      dir,
 		ln:       ln,
@@ -86,7 +99,8 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 	b.srv = &http.Server{
 		Handler:           http.HandlerFunc(b.serveHTTP),
 		ReadHeaderTimeout: handshakeTimeout,
-		ErrorLog:          nil,
+		MaxHeaderBytes:    maxHandshakeBytes,
+		ErrorLog:          discardLog,
 	}
 	go func() {
 		defer close(b.served)
@@ -94,6 +108,30 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 	}()
 	return b, nil
 }
+
+// oneConnListener hands out the first connection it accepts and closes
+// every later one at once, unread, until it is closed.
+type oneConnListener struct {
+	net.Listener
+	handed  atomic.Bool
+	refused atomic.Int64
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if l.handed.CompareAndSwap(false, true) {
+			return c, nil
+		}
+		l.refused.Add(1)
+		c.Close()
+	}
+}
+
+var discardLog = log.New(io.Discard, "", 0)
 
 // privateDir makes dir (and parents) if needed and insists that dir itself
 // is a real directory owned by this user and closed to everyone else: on a

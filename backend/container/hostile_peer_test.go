@@ -3,10 +3,16 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -278,6 +284,56 @@ func TestManyCallsBeforeReadingComplete(t *testing.T) {
 	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: echoBindings()})
 	if err != nil || res.Error != nil || string(res.Value) != `"all answered"` {
 		t.Fatalf("%v %+v", err, res.Error)
+	}
+	d.checkNoLeaks(t, dir)
+}
+
+// Once the runner is connected, every further connection to the bridge
+// socket is closed before the host reads from it: a flood of connections,
+// each offering a megabyte of request head, costs the host no buffers and
+// no goroutines, and the run goes on (issue 10, class 2).
+func TestBridgeClosesEveryFurtherConnectionUnread(t *testing.T) {
+	const conns = 500
+	var closedUnread atomic.Int32
+	var baseline atomic.Int32
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		baseline.Store(int32(runtime.NumGoroutine()))
+		head := "GET /v1 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nX-Pad: " + strings.Repeat("A", 1<<20)
+		var open []net.Conn
+		for i := 0; i < conns; i++ {
+			c, err := net.Dial("unix", filepath.Join(r.Dir, SocketName))
+			if err != nil {
+				continue // refused outright is fine too
+			}
+			open = append(open, c)
+			c.SetDeadline(time.Now().Add(5 * time.Second))
+			// The host closes it: a write eventually fails, a read sees EOF.
+			_, werr := c.Write([]byte(head))
+			var one [1]byte
+			_, rerr := c.Read(one[:])
+			if werr != nil || rerr == io.EOF || errors.Is(rerr, syscall.ECONNRESET) {
+				closedUnread.Add(1)
+			}
+		}
+		for _, c := range open {
+			c.Close()
+		}
+		if n := runtime.NumGoroutine(); n > int(baseline.Load())+10 {
+			r.send(done(fmt.Sprintf(`"goroutines grew from %d to %d"`, baseline.Load(), n)))
+		} else {
+			r.send(done(`"ok"`))
+		}
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+	if err != nil || res.Error != nil || string(res.Value) != `"ok"` {
+		t.Fatalf("%v %+v %s", err, res.Error, res.Value)
+	}
+	if closedUnread.Load() != conns {
+		t.Fatalf("%d of %d further connections closed unread", closedUnread.Load(), conns)
 	}
 	d.checkNoLeaks(t, dir)
 }
