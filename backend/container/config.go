@@ -38,7 +38,8 @@ type Limits struct {
 	TmpfsBytes int64
 	// NoFile is the open-files ulimit.
 	NoFile int64
-	// LogBytes caps the total text of captured log entries.
+	// LogBytes caps captured log output: each entry's text plus
+	// LogEntryOverhead bytes per entry (at most MaxLogEntries entries).
 	LogBytes int
 	// ValueBytes caps the JSON text of the program's value.
 	ValueBytes int

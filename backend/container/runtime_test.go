@@ -285,8 +285,25 @@ func TestRunScripted(t *testing.T) {
 			},
 		},
 		{
+			name: "empty entries are charged and counted",
+			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				for i := 0; i < MaxLogEntries+500; i++ {
+					r.send(`{"type":"log","source":"console","level":"log","text":""}`)
+				}
+				r.send(done(""))
+				<-ctx.Done()
+				return ExitStatus{}
+			},
+			check: func(t *testing.T, res backend.RunResult) {
+				if !res.LogsTruncated || len(res.Logs) != MaxLogEntries {
+					t.Fatalf("truncated %v, %d entries", res.LogsTruncated, len(res.Logs))
+				}
+			},
+		},
+		{
 			name:   "log cap truncates",
-			limits: func(l *Limits) { l.LogBytes = 10 },
+			limits: func(l *Limits) { l.LogBytes = 2*LogEntryOverhead + 10 },
 			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
 				r.handshake()
 				r.send(`{"type":"log","source":"stdout","text":"12345678"}`)

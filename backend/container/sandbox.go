@@ -677,7 +677,17 @@ func (sb *sandbox) stop() {
 	})
 }
 
-// logSink collects log entries under the byte cap, in arrival order.
+// Every log entry is charged LogEntryOverhead bytes on top of its text
+// against Limits.LogBytes, and a run keeps at most MaxLogEntries entries:
+// empty entries are not free (each costs the host a struct and a JSON
+// object in every report).
+const (
+	LogEntryOverhead = 64
+	MaxLogEntries    = 10000
+)
+
+// logSink collects log entries under the byte and entry caps, in arrival
+// order.
 type logSink struct {
 	mu        sync.Mutex
 	max       int
@@ -693,9 +703,13 @@ func (s *logSink) add(e backend.LogEntry) {
 	if s.truncated {
 		return
 	}
-	if s.used+len(e.Text) > s.max {
+	if len(s.entries) >= MaxLogEntries || s.used+LogEntryOverhead > s.max {
 		s.truncated = true
-		cut := s.max - s.used
+		return
+	}
+	if s.used+LogEntryOverhead+len(e.Text) > s.max {
+		s.truncated = true
+		cut := s.max - s.used - LogEntryOverhead
 		for cut > 0 && !utf8.RuneStart(e.Text[cut]) {
 			cut--
 		}
@@ -704,7 +718,7 @@ func (s *logSink) add(e backend.LogEntry) {
 		}
 		e.Text = e.Text[:cut]
 	}
-	s.used += len(e.Text)
+	s.used += LogEntryOverhead + len(e.Text)
 	s.entries = append(s.entries, e)
 	if s.onEntry != nil {
 		s.onEntry(e)
