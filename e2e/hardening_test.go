@@ -1,15 +1,19 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
 	dcontainer "github.com/docker/docker/api/types/container"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 )
 
 // checkPreset compares a live container's inspect output with the
@@ -33,6 +37,17 @@ func checkPreset(info dcontainer.InspectResponse, e *env) error {
 	for _, o := range hc.SecurityOpt {
 		want(!strings.Contains(o, "unconfined"), "security opt %q weakens the default profile", o)
 	}
+	// The seccomp profile is ours (the envs checked here keep the
+	// runtime's default), as the daemon recorded it.
+	var profiles []string
+	for _, o := range hc.SecurityOpt {
+		if p, ok := strings.CutPrefix(o, "seccomp="); ok {
+			profiles = append(profiles, p)
+		}
+	}
+	var profile specs.LinuxSeccomp
+	want(len(profiles) == 1 && json.Unmarshal([]byte(profiles[0]), &profile) == nil && reflect.DeepEqual(&profile, seccomp.Profile()),
+		"seccomp security opts %.120q: not exactly our profile (seccomp.Profile)", profiles)
 	want(cfg.User == container.RunnerUser, "user %q", cfg.User)
 	want(hc.PidsLimit != nil && *hc.PidsLimit == l.Pids, "pids limit %v", hc.PidsLimit)
 	want(hc.Memory == l.MemoryBytes && hc.MemorySwap == l.MemoryBytes, "memory %d swap %d", hc.Memory, hc.MemorySwap)
