@@ -32,6 +32,11 @@ type bridge struct {
 
 	wake chan struct{} // capacity 1: "the queue or settled changed"
 	done chan struct{} // closed when the dispatch goroutine exits
+
+	// Event accounting, touched only by the dispatch goroutine and, after
+	// it exits, by settle.
+	events, eventBytes, dropped int
+	settleOnce                  sync.Once
 }
 
 type subCall struct {
@@ -138,6 +143,26 @@ func (b *bridge) settle() {
 	b.cancel()
 	b.signal()
 	<-b.done
+	b.settleOnce.Do(func() {
+		if b.dropped > 0 {
+			b.r.emit(Event{Type: EventCodeDispatchDropped, ParentCallID: b.parent.CallID, Dropped: b.dropped})
+		}
+	})
+}
+
+// emitBounded emits a sub-call's event unless the run's events are full.
+func (b *bridge) emitBounded(ev Event) {
+	if b.r.cfg.sink == nil {
+		return
+	}
+	size := ev.size()
+	if b.events >= MaxEventsPerRun || b.eventBytes+size > MaxEventBytesPerRun {
+		b.dropped++
+		return
+	}
+	b.events++
+	b.eventBytes += size
+	b.r.emit(ev)
 }
 
 // dispatchLoop executes queued calls one at a time, in submission order.
@@ -190,16 +215,17 @@ func (b *bridge) dispatch(sc *subCall) {
 	res := b.r.pipeline(sc.ctx, sc.exec, sc.tool.run)
 	sc.cancel()
 	text := res.Text()
-	b.r.emit(Event{
+	ev := Event{
 		Type:         EventCodeDispatch,
 		ParentCallID: sc.exec.Parent,
 		CallID:       sc.exec.CallID,
 		Seq:          sc.seq,
 		Tool:         sc.exec.Name,
-		Arguments:    sc.exec.Arguments,
 		IsError:      res.IsError,
 		Summary:      summarize(text, SummaryBytes),
-	})
+	}
+	ev.withArguments(sc.exec.Arguments)
+	b.emitBounded(ev)
 	if res.IsError {
 		if text == "" {
 			text = "tool call failed"

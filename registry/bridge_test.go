@@ -419,3 +419,93 @@ func TestRunCodeBindingContextCancelled(t *testing.T) {
 		t.Errorf("ran %q, want %q", ran, want)
 	}
 }
+
+// A run's events are bounded: long arguments become a preview that keeps
+// the event valid JSON, and past MaxEventsPerRun or MaxEventBytesPerRun the
+// run's sub-calls still execute but their events are counted in one
+// closing EventCodeDispatchDropped event (issue 10, class 4).
+func TestRunCodeEventsAreBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		calls       int
+		argBytes    int
+		wantEvents  int // sub-call events
+		wantDropped int
+	}{
+		{"few small calls", 10, 10, 10, 0},
+		{"one long argument", 1, 100 << 10, 1, 0},
+		{"more calls than the event cap", MaxEventsPerRun + 250, 10, MaxEventsPerRun, 250},
+		{"long arguments pass the byte cap", 600, 8 << 10, MaxEventBytesPerRun / (EventArgumentBytes + 3 + 200), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rt, ev := codeReg(t)
+			var executed atomic.Int32
+			mustRegister(t, r, Tool{Name: "work", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+				executed.Add(1)
+				return []Block{TextBlock("ok")}, nil
+			}})
+			arg, _ := json.Marshal(map[string]string{"s": strings.Repeat("x", tc.argBytes)})
+			rt.Handle("many", func(ctx context.Context, env *registrytest.Env) (any, error) {
+				for i := 0; i < tc.calls; i++ {
+					if _, err := env.CallText("work", string(arg)); err != nil {
+						return nil, err
+					}
+				}
+				return nil, nil
+			})
+			res := r.Execute(t.Context(), runCall("run", "many"))
+			if res.IsError {
+				t.Fatalf("run_code: %s", res.Text())
+			}
+			if int(executed.Load()) != tc.calls {
+				t.Fatalf("%d of %d calls executed", executed.Load(), tc.calls)
+			}
+			events := ev.all()
+			var sub, bytes, dropped int
+			for i, e := range events {
+				b, err := json.Marshal(e)
+				if err != nil || !json.Valid(b) {
+					t.Fatalf("event %d does not encode: %v", i, err)
+				}
+				switch e.Type {
+				case EventCodeDispatch:
+					sub++
+					bytes += len(b)
+					if len(e.Arguments) > EventArgumentBytes {
+						t.Fatalf("event %d carries %d bytes of arguments", i, len(e.Arguments))
+					}
+					if len(arg) > EventArgumentBytes {
+						if !e.ArgumentsTruncated || e.Arguments != nil || e.ArgumentsBytes != len(arg) ||
+							len(e.ArgumentsPreview) > EventArgumentBytes+len("…") || !strings.HasPrefix(string(arg), strings.TrimSuffix(e.ArgumentsPreview, "…")) {
+							t.Fatalf("event %d: truncated %v, %d bytes of arguments, preview %d bytes, argumentsBytes %d", i, e.ArgumentsTruncated, len(e.Arguments), len(e.ArgumentsPreview), e.ArgumentsBytes)
+						}
+					} else if string(e.Arguments) != string(arg) || e.ArgumentsTruncated {
+						t.Fatalf("event %d: arguments %s", i, e.Arguments)
+					}
+				case EventCodeDispatchDropped:
+					if i != len(events)-1 || e.ParentCallID != "run" {
+						t.Fatalf("dropped event %+v at %d of %d", e, i, len(events))
+					}
+					dropped = e.Dropped
+				}
+			}
+			wantDropped := tc.wantDropped
+			if tc.name == "long arguments pass the byte cap" {
+				// However the sizes are estimated, the byte cap held and
+				// every call is accounted for.
+				if sub < tc.wantEvents/2 || sub >= tc.calls {
+					t.Fatalf("%d events", sub)
+				}
+				wantDropped = tc.calls - sub
+			} else if sub != tc.wantEvents {
+				t.Fatalf("%d sub-call events, want %d", sub, tc.wantEvents)
+			}
+			if dropped != wantDropped {
+				t.Fatalf("dropped %d, want %d", dropped, wantDropped)
+			}
+			if bytes > MaxEventBytesPerRun {
+				t.Fatalf("events hold %d bytes of JSON, over the %d cap", bytes, MaxEventBytesPerRun)
+			}
+		})
+	}
+}
