@@ -97,6 +97,14 @@ type ContainerInfo struct {
 	Running bool
 }
 
+// MemoryMeter is the optional ability to read the most memory a container
+// has used at once since it started (cgroup v1 memory.max_usage_in_bytes,
+// v2 memory.peak). The runtime samples it during a run: it is one of the
+// facts an outcome is classified by (see sandbox.exitFailure).
+type MemoryMeter interface {
+	MemoryPeak(ctx context.Context, id string) (int64, error)
+}
+
 // Driver is the narrow set of verbs the runtime needs from a container
 // engine. Every verb honours ctx. NotFound errors from Kill and Remove
 // must satisfy errdefs.IsNotFound so teardown can treat them as success.

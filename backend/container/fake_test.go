@@ -28,6 +28,8 @@ type fakeDriver struct {
 	t      *testing.T
 	script func(ctx context.Context, r *fakeRunner) ExitStatus
 	cpu    func(elapsed time.Duration) time.Duration
+	// peak, when set, is the container's peak memory (MemoryMeter).
+	peak func() int64
 
 	mu         sync.Mutex
 	containers map[string]*fakeContainer
@@ -55,6 +57,10 @@ type fakeRunner struct {
 	Conn *websocket.Conn
 	Dir  string
 	Out  io.Writer
+	Err  io.Writer
+	// Lang is the language the runner says hello in (typescript unless
+	// set).
+	Lang backend.Language
 }
 
 func (r *fakeRunner) send(v any) error {
@@ -65,7 +71,11 @@ func (r *fakeRunner) send(v any) error {
 }
 
 func (r *fakeRunner) hello() error {
-	return r.send(portproto.Hello{Type: portproto.TypeHello, Version: 1, Language: "typescript", Runner: "fake/1"})
+	lang := "typescript"
+	if r.Lang != "" {
+		lang = string(r.Lang)
+	}
+	return r.send(portproto.Hello{Type: portproto.TypeHello, Version: 1, Language: lang, Runner: "fake/1"})
 }
 
 // handshake says hello and reads the run frame.
@@ -170,7 +180,7 @@ func (d *fakeDriver) Start(_ context.Context, id string) error {
 		// Removing the container kills the runner: close its connection.
 		stop := context.AfterFunc(ctx, func() { conn.Close() })
 		defer stop()
-		st := d.script(ctx, &fakeRunner{t: d.t, Conn: conn, Dir: c.spec.BindDir, Out: c.outW})
+		st := d.script(ctx, &fakeRunner{t: d.t, Conn: conn, Dir: c.spec.BindDir, Out: c.outW, Err: c.errW, Lang: backend.Language(c.spec.Labels[LabelLang])})
 		conn.Close()
 		c.exit <- st
 	}()
@@ -186,6 +196,16 @@ func (d *fakeDriver) CPUUsage(_ context.Context, id string) (time.Duration, erro
 		return 0, nil
 	}
 	return d.cpu(time.Since(c.started)), nil
+}
+
+func (d *fakeDriver) MemoryPeak(_ context.Context, id string) (int64, error) {
+	if _, err := d.get(id); err != nil {
+		return 0, err
+	}
+	if d.peak == nil {
+		return 0, fmt.Errorf("no memory figures: %w", errdefs.ErrNotImplemented)
+	}
+	return d.peak(), nil
 }
 
 func (d *fakeDriver) Kill(ctx context.Context, id string) error { return d.Remove(ctx, id) }
@@ -265,7 +285,7 @@ func shortDirB(b *testing.B) (string, error) {
 	return dir, err
 }
 
-func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string) {
+func newTestRuntime(t *testing.T, d Driver, mod func(*Limits), opts ...Option) (*Runtime, string) {
 	t.Helper()
 	dir, _ := shortDir(t)
 	l := DefaultLimits()
@@ -274,7 +294,7 @@ func newTestRuntime(t *testing.T, d Driver, mod func(*Limits)) (*Runtime, string
 	if mod != nil {
 		mod(&l)
 	}
-	rt, err := New(d, WithImage("fake"), WithLimits(l), WithSocketDir(dir))
+	rt, err := New(d, append([]Option{WithImage("fake"), WithLimits(l), WithSocketDir(dir)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -337,3 +337,46 @@ func TestBridgeClosesEveryFurtherConnectionUnread(t *testing.T) {
 	}
 	d.checkNoLeaks(t, dir)
 }
+
+// Text a program prints never decides its outcome: a runner that prints
+// V8's heap-exhaustion message and aborts is oom only when the host saw
+// its memory near the heap cap (issue 10, class 7).
+func TestOOMIsDecidedByHostFactsNotByText(t *testing.T) {
+	const heap = 192 << 20 // v8HeapMiB of the default 256 MiB
+	for _, tc := range []struct {
+		name     string
+		lang     backend.Language
+		peak     int64
+		status   ExitStatus
+		wantKind backend.FailureKind
+	}{
+		{"message and abort, little memory", backend.TypeScript, 40 << 20, ExitStatus{Code: 134}, backend.FailureExit},
+		{"message and abort, no memory figures", backend.TypeScript, -1, ExitStatus{Code: 134}, backend.FailureExit},
+		{"abort near the heap cap", backend.TypeScript, heap - 4<<20, ExitStatus{Code: 134}, backend.FailureOOM},
+		{"another status near the heap cap", backend.TypeScript, heap, ExitStatus{Code: 1}, backend.FailureExit},
+		{"python abort near the cap", backend.Python, heap, ExitStatus{Code: 134}, backend.FailureExit},
+		{"the kernel's OOM kill", backend.Python, 0, ExitStatus{Code: 137, OOMKilled: true}, backend.FailureOOM},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				r.send(`{"type":"log","source":"console","level":"error","text":"FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory"}`)
+				fmt.Fprintln(r.Err, "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory")
+				time.Sleep(3 * computePoll) // the host samples memory meanwhile
+				return tc.status
+			})
+			if tc.peak >= 0 {
+				d.peak = func() int64 { return tc.peak }
+			}
+			rt, dir := newTestRuntime(t, d, nil, WithLanguage(tc.lang))
+			res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Error == nil || res.Error.Kind != tc.wantKind {
+				t.Fatalf("got %+v, want %s", res.Error, tc.wantKind)
+			}
+			d.checkNoLeaks(t, dir)
+		})
+	}
+}

@@ -35,9 +35,10 @@ type sandbox struct {
 	out     *logSink
 	readyAt time.Time
 	limits  Limits
-	// heapOOM is set when the runner printed V8's fatal heap
-	// exhaustion on stderr.
-	heapOOM atomic.Bool
+	lang    backend.Language
+	// peakMemory is the most memory the container was seen to use (0 when
+	// the driver cannot tell): see sampleMemory.
+	peakMemory atomic.Int64
 
 	// Binding calls run under callCtx, cancelled at settlement; calls
 	// tracks them so teardown can wait for quiescence. settled is set (under
@@ -69,7 +70,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrUnavailable, err)
 	}
-	sb := &sandbox{driver: r.driver, runID: runID, bridge: b, limits: l, out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
+	sb := &sandbox{driver: r.driver, runID: runID, bridge: b, limits: l, lang: r.opts.language, out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
 	defer func() {
 		if retErr != nil {
 			sb.teardown(ctx, log)
@@ -166,11 +167,7 @@ func (sb *sandbox) captureStreams() {
 			for {
 				line, err := br.ReadSlice('\n')
 				if len(line) > 0 {
-					text := strings.ToValidUTF8(string(line), "\uFFFD")
-					if src == backend.SourceStderr && strings.Contains(text, v8HeapOOM) {
-						sb.heapOOM.Store(true)
-					}
-					sb.out.add(backend.LogEntry{Source: src, Text: text})
+					sb.out.add(backend.LogEntry{Source: src, Text: strings.ToValidUTF8(string(line), "\uFFFD")})
 				}
 				if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
 					return
@@ -383,6 +380,7 @@ func (sb *sandbox) startMeter(ctx context.Context, limit time.Duration, log *slo
 				return
 			case <-t.C:
 			}
+			sb.sampleMemory(ctx)
 			cpu, err := sb.driver.CPUUsage(ctx, sb.id)
 			if err != nil {
 				continue
@@ -522,16 +520,36 @@ func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
 	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
 }
 
-// v8HeapOOM is what V8 prints on stderr just before it aborts a runner
-// whose heap reached --max-old-space-size.
-const v8HeapOOM = "JavaScript heap out of memory"
+// sampleMemory records the container's peak memory use, when the driver
+// can read it. The meter calls it every computePoll during a run; the
+// cgroup, and with it the figure, goes when the container exits.
+func (sb *sandbox) sampleMemory(ctx context.Context) {
+	mm, ok := sb.driver.(MemoryMeter)
+	if !ok {
+		return
+	}
+	if v, err := mm.MemoryPeak(ctx, sb.id); err == nil && v > sb.peakMemory.Load() {
+		sb.peakMemory.Store(v)
+	}
+}
 
-// exitFailure classifies the container's death. V8 exhausting its heap
-// (exit 134 after the message above) is a memory bomb like the kernel's
-// OOM kill and is reported as oom. The runner's stderr drains a moment
-// after the exit status arrives, so wait briefly for it.
+// v8AbortStatus is a TypeScript runner's exit status when V8 aborts the
+// process (SIGABRT through the init process: 128+6).
+const v8AbortStatus = 134
+
+// v8HeapNear is the container memory use, as a fraction of V8's heap
+// limit, at or above which a V8 abort counts as heap exhaustion.
+const v8HeapNear = 0.9
+
+// exitFailure classifies the container's death from facts the program
+// cannot forge by printing: the kernel's OOM kill, and for TypeScript,
+// whose V8 heap is capped below the cgroup limit on purpose (v8HeapMiB),
+// V8's abort status together with memory use the host measured near that
+// cap. Nothing the program writes decides the kind.
 func (sb *sandbox) exitFailure(st ExitStatus) *backend.Failure {
-	if !st.OOMKilled && st.Code != 0 {
+	if st.Code != 0 {
+		// The runner's last output drains a moment after its exit
+		// status arrives; keep it in the logs.
 		drained := make(chan struct{})
 		go func() {
 			sb.readers.Wait()
@@ -543,10 +561,16 @@ func (sb *sandbox) exitFailure(st ExitStatus) *backend.Failure {
 		case <-t.C:
 		}
 		t.Stop()
-		// V8 aborts (SIGABRT, 128+6) after the message; requiring both
-		// keeps a program that merely prints the text from posing as oom.
-		if sb.heapOOM.Load() && st.Code == 134 {
-			return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB (JavaScript heap out of memory)", sb.limits.MemoryBytes>>20)}
+	}
+	if !st.OOMKilled && st.Code == v8AbortStatus && sb.lang == backend.TypeScript {
+		// One last sample: the cgroup may still be there.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		sb.sampleMemory(ctx)
+		cancel()
+		heap := v8HeapMiB(sb.limits.MemoryBytes) << 20
+		if peak := sb.peakMemory.Load(); float64(peak) >= v8HeapNear*float64(heap) {
+			return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB (the JavaScript heap reached its %d MiB cap; the container peaked at %d MiB)",
+				sb.limits.MemoryBytes>>20, heap>>20, peak>>20)}
 		}
 	}
 	return exitFailure(st, sb.limits)
