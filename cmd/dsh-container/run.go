@@ -16,7 +16,6 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/manifest"
 	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
 )
@@ -226,22 +225,6 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	return report(f, opts.JSON, res.CodeRun)
 }
 
-// commandTool adapts a manifest command tool to the registry.
-func commandTool(t manifest.Tool) registry.Tool {
-	return registry.Tool{
-		Name:        t.Name,
-		Description: t.Description,
-		Parameters:  t.InputSchema,
-		Execute: func(ctx context.Context, exec registry.Execution) ([]registry.Block, error) {
-			out, err := manifest.Exec(ctx, t, exec.Arguments)
-			if err != nil {
-				return nil, err
-			}
-			return []registry.Block{registry.TextBlock(out)}, nil
-		},
-	}
-}
-
 func report(f *factory, asJSON bool, r *backend.RunResult) error {
 	if asJSON {
 		out := server.NewReport(r)
@@ -260,19 +243,20 @@ func report(f *factory, asJSON bool, r *backend.RunResult) error {
 }
 
 // printLog prints one log entry for people: console entries as lines
-// (levels other than log/info tagged), raw output as written.
+// (levels other than log/info tagged), raw output as written, control
+// characters neutralized.
 func printLog(f *factory, e backend.LogEntry) {
 	switch e.Source {
 	case backend.SourceConsole:
 		prefix := ""
 		if e.Level != backend.LevelLog && e.Level != backend.LevelInfo {
-			prefix = "[" + string(e.Level) + "] "
+			prefix = "[" + neutralize(string(e.Level)) + "] "
 		}
-		fmt.Fprintln(f.stdout, prefix+strings.TrimSuffix(e.Text, "\n"))
+		fmt.Fprintln(f.stdout, prefix+neutralize(strings.TrimSuffix(e.Text, "\n")))
 	case backend.SourceStderr:
-		io.WriteString(f.stderr, e.Text)
+		io.WriteString(f.stderr, neutralize(e.Text))
 	default:
-		io.WriteString(f.stdout, e.Text)
+		io.WriteString(f.stdout, neutralize(e.Text))
 	}
 }
 
@@ -283,21 +267,22 @@ func printHuman(f *factory, r *backend.RunResult) {
 	}
 	switch {
 	case r.Error != nil:
-		fmt.Fprintf(f.stderr, "error (%s): %s\n", r.Error.Kind, r.Error.Message)
+		fmt.Fprintf(f.stderr, "error (%s): %s\n", r.Error.Kind, neutralize(r.Error.Message))
 	case r.ValueKind == backend.ValueInspect:
 		var s string
 		_ = json.Unmarshal(r.Value, &s)
-		fmt.Fprintln(f.stdout, s)
+		fmt.Fprintln(f.stdout, neutralize(s))
 	case r.ValueKind == backend.ValueJSON:
 		var s string
 		if json.Unmarshal(r.Value, &s) == nil {
-			fmt.Fprintln(f.stdout, s)
+			fmt.Fprintln(f.stdout, neutralize(s))
 		} else {
+			// Indented JSON escapes control characters in strings itself.
 			var b bytes.Buffer
 			if json.Indent(&b, r.Value, "", "  ") == nil {
-				fmt.Fprintln(f.stdout, b.String())
+				fmt.Fprintln(f.stdout, neutralize(b.String()))
 			} else {
-				fmt.Fprintln(f.stdout, string(r.Value))
+				fmt.Fprintln(f.stdout, neutralize(string(r.Value)))
 			}
 		}
 	}
