@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,15 +89,26 @@ func newCallID() string {
 // fields, nothing after it, the body within limit.
 func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, int, error) {
 	var req RunRequest
+	// The body must arrive within the body timeout; the run that follows
+	// is bounded by its own budgets. A recorder in tests cannot set
+	// deadlines, which is fine.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
 	body := http.MaxBytesReader(w, r.Body, s.opts.maxBody)
 	data, err := io.ReadAll(body)
 	if err != nil {
+		// The connection is not reused: the rest of the body is unread.
+		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds %d bytes", mbe.Limit)
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return req, http.StatusRequestTimeout, fmt.Errorf("the request body did not arrive within %v", s.opts.bodyTimeout)
+		}
 		return req, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

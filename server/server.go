@@ -23,6 +23,11 @@ import (
 // (256 KiB) even when JSON escaping multiplies its size.
 const DefaultMaxBodyBytes = 2 << 20
 
+// DefaultBodyTimeout bounds how long reading a request body may take once
+// its headers have arrived, unless WithBodyTimeout says otherwise: a client
+// that stalls mid-body gets 408 and its connection back.
+const DefaultBodyTimeout = 10 * time.Second
+
 // MaxIDBytes bounds a caller-supplied call id.
 const MaxIDBytes = 256
 
@@ -45,6 +50,7 @@ type options struct {
 	metrics     *prometheus.Registry
 	health      HealthCheck
 	maxBody     int64
+	bodyTimeout time.Duration
 	regOpts     []registry.Option
 	retryAfter  time.Duration
 	healthLimit time.Duration
@@ -74,6 +80,10 @@ func WithHealthCheck(h HealthCheck) Option { return func(o *options) { o.health 
 // WithMaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n } }
 
+// WithBodyTimeout bounds reading one request body (default
+// DefaultBodyTimeout).
+func WithBodyTimeout(d time.Duration) Option { return func(o *options) { o.bodyTimeout = d } }
+
 // WithRegistryOptions adds options (hooks, guards, observers) to the
 // registry each run gets. Mode, runtime, logger and event sink are the
 // server's.
@@ -97,7 +107,7 @@ var _ http.Handler = (*Server)(nil)
 // runtime, with two runtimes of one language, or with a tool the registry
 // rejects.
 func New(opts ...Option) (*Server, error) {
-	o := options{maxBody: DefaultMaxBodyBytes, retryAfter: time.Second, healthLimit: 10 * time.Second}
+	o := options{maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout, retryAfter: time.Second, healthLimit: 10 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -109,6 +119,9 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if o.maxBody <= 0 {
 		return nil, fmt.Errorf("%w: max body bytes %d must be positive", errdefs.ErrInvalidArgument, o.maxBody)
+	}
+	if o.bodyTimeout <= 0 {
+		return nil, fmt.Errorf("%w: body timeout %v must be positive", errdefs.ErrInvalidArgument, o.bodyTimeout)
 	}
 	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	for _, rt := range o.runtimes {

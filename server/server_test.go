@@ -1,12 +1,14 @@
 package server_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -588,4 +590,32 @@ func histogram(t *testing.T, reg *prometheus.Registry, name string) interface {
 	}
 	t.Fatalf("no single %s series", name)
 	return nil
+}
+
+// A request whose body stalls after its headers gets 408 within the body
+// timeout, and its connection is closed (issue 10, class 12).
+func TestStalledBodyTimesOut(t *testing.T) {
+	f := newFixture(t, server.WithBodyTimeout(300*time.Millisecond))
+	hs := httptest.NewServer(f.srv)
+	defer hs.Close()
+	c, err := net.Dial("tcp", hs.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	start := time.Now()
+	fmt.Fprintf(c, "POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"language\":")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no response to a stalled body: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "did not arrive within 300ms") {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("answered after %v", d)
+	}
 }
