@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -62,17 +64,27 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 	if err := privateDir(base); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
-	dir, err := os.MkdirTemp(base, sockDirPrefix())
-	if err != nil {
+	// The name is random: the container sees it (see reaper.go). The
+	// owner file comes first so the reaper can always judge the directory.
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	dir := filepath.Join(base, sockDirPrefix+hex.EncodeToString(rnd[:]))
+	if err := os.WriteFile(dir+ownerSuffix, []byte(selfID()), 0o600); err != nil {
+		return nil, fmt.Errorf("socket directory: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o711); err != nil {
+		os.Remove(dir + ownerSuffix)
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	defer func() {
 		if retErr != nil {
 			os.RemoveAll(dir)
+			os.Remove(dir + ownerSuffix)
 		}
 	}()
 	// The container's user must traverse the directory and connect to the
-	// socket; it is mounted read-only, and its parent stays private.
+	// socket; it is mounted read-only, and its parent stays private. (Mkdir
+	// applies the umask.)
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return nil, err
 	}
@@ -207,7 +219,11 @@ func (b *bridge) close(ctx context.Context) error {
 		p.close()
 	default:
 	}
-	return errors.Join(err, os.RemoveAll(b.dir))
+	err = errors.Join(err, os.RemoveAll(b.dir))
+	if rerr := os.Remove(b.dir + ownerSuffix); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	return err
 }
 
 // frame is one decoded message from the runner, or the error that ended

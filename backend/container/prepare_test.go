@@ -3,6 +3,9 @@ package container
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,10 +162,23 @@ func TestOwnerLiveness(t *testing.T) {
 	if !ownerLive("some-other-host/1/2") {
 		t.Error("another host's owner judged dead; it cannot be judged from here")
 	}
-	if !dirLive(sockDirPrefix() + "abc") {
+	base := t.TempDir()
+	own := filepath.Join(base, sockDirPrefix+"own")
+	os.WriteFile(own+ownerSuffix, []byte(selfID()), 0o600)
+	dead := filepath.Join(base, sockDirPrefix+"dead")
+	os.WriteFile(dead+ownerSuffix, []byte("999999999.1"), 0o600)
+	switch {
+	case !dirLive(base, filepath.Base(own)):
 		t.Error("own socket dir judged dead")
-	}
-	if dirLive("run-999999999.1-abc") {
+	case dirLive(base, filepath.Base(dead)):
 		t.Error("dead socket dir judged live")
+	case dirLive(base, sockDirPrefix+"no-owner-file"):
+		t.Error("a socket dir without an owner file judged live")
+	case !dirLive(base, fmt.Sprintf("run-%s-abc", selfID())):
+		t.Error("own socket dir of the earlier layout judged dead")
+	case dirLive(base, "run-999999999.1-abc"):
+		t.Error("dead socket dir of the earlier layout judged live")
+	case !dirLive(base, "not-ours"):
+		t.Error("a directory that is not ours judged dead")
 	}
 }

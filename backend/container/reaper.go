@@ -13,12 +13,17 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// Ownership. Every container carries LabelOwner = "<host>/<pid>/<start>"
-// and every socket directory is named "run-<pid>.<start>-<random>", where
-// start is the owner process's start time in clock ticks since boot
+// Ownership. Every container carries LabelOwner = "<host>/<pid>/<start>",
+// where start is the owner process's start time in clock ticks since boot
 // (/proc/<pid>/stat field 22). A pid alone could be reused; the pair cannot.
 // An owner is live when it is on this host and a process with that pid and
 // that start time exists.
+//
+// A socket directory is named "s-<random>": the container sees its host
+// path in its mount table, so the name says nothing about the host. Its
+// owner, "<pid>.<start>", is in the sibling file "s-<random>.owner",
+// created before the directory and removed after it. Directories named
+// "run-<pid>.<start>-<random>", the earlier layout, are judged by name.
 
 // processStart returns pid's start time, or "" if there is no such process.
 func processStart(pid int) string {
@@ -48,7 +53,27 @@ func defaultOwner() string {
 	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), selfStart)
 }
 
-func sockDirPrefix() string { return fmt.Sprintf("run-%d.%s-", os.Getpid(), selfStart) }
+// Socket directory naming.
+const (
+	sockDirPrefix = "s-"
+	ownerSuffix   = ".owner"
+)
+
+// selfID is this process's "<pid>.<start>".
+func selfID() string { return fmt.Sprintf("%d.%s", os.Getpid(), selfStart) }
+
+// idLive judges a "<pid>.<start>" owner id.
+func idLive(id string) bool {
+	pidS, start, ok := strings.Cut(id, ".")
+	if !ok {
+		return false
+	}
+	pid, err := strconv.Atoi(pidS)
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return processStart(pid) == start
+}
 
 // ownerLive judges an owner label. Owners on other hosts are reported
 // live: this process cannot judge them. So are labels not of the form
@@ -71,25 +96,24 @@ func ownerLive(owner string) bool {
 	return processStart(pid) == parts[2]
 }
 
-// dirLive judges a socket directory by its name.
-func dirLive(name string) bool {
-	rest, ok := strings.CutPrefix(name, "run-")
-	if !ok {
-		return true // not ours: leave it
+// dirLive judges the socket directory name in base by its owner file
+// (or, in the earlier layout, by its name). Names of neither form are not
+// ours: they are reported live and left alone.
+func dirLive(base, name string) bool {
+	if rest, ok := strings.CutPrefix(name, "run-"); ok {
+		id, _, _ := strings.Cut(rest, "-")
+		return idLive(id)
 	}
-	id, _, ok := strings.Cut(rest, "-")
-	if !ok {
+	if !strings.HasPrefix(name, sockDirPrefix) {
+		return true
+	}
+	data, err := os.ReadFile(filepath.Join(base, name+ownerSuffix))
+	if err != nil {
+		// The owner file comes first and goes last: without it the
+		// directory is a leftover.
 		return false
 	}
-	pidS, start, ok := strings.Cut(id, ".")
-	if !ok {
-		return false
-	}
-	pid, err := strconv.Atoi(pidS)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	return processStart(pid) == start
+	return idLive(strings.TrimSpace(string(data)))
 }
 
 // ReapOptions configure Reap.
@@ -134,6 +158,7 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 		if dir := c.Labels[LabelSockDir]; dir != "" && filepath.Dir(dir) == filepath.Clean(opts.SocketDir) {
 			if err := os.RemoveAll(dir); err == nil {
 				rep.SocketDirs = append(rep.SocketDirs, dir)
+				os.Remove(dir + ownerSuffix)
 			}
 		}
 	}
@@ -141,19 +166,38 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	dirs := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if !e.IsDir() || dirLive(e.Name()) {
+		if e.IsDir() {
+			dirs[e.Name()] = true
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.IsDir() {
+			// An owner file whose directory is gone goes once its
+			// owner has.
+			dirName, ok := strings.CutSuffix(name, ownerSuffix)
+			if ok && strings.HasPrefix(dirName, sockDirPrefix) && !dirs[dirName] && !dirLive(opts.SocketDir, dirName) {
+				if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) >= opts.Grace {
+					os.Remove(filepath.Join(opts.SocketDir, name))
+				}
+			}
+			continue
+		}
+		if dirLive(opts.SocketDir, name) {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil || now.Sub(info.ModTime()) < opts.Grace {
 			continue
 		}
-		dir := filepath.Join(opts.SocketDir, e.Name())
+		dir := filepath.Join(opts.SocketDir, name)
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		os.Remove(dir + ownerSuffix)
 		rep.SocketDirs = append(rep.SocketDirs, dir)
 	}
 	return rep, errors.Join(errs...)

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -73,12 +74,25 @@ func TestReap(t *testing.T) {
 		}
 		return p
 	}
-	liveDir := mkdir(fmt.Sprintf("run-%d.%s-live", pid, selfStart), hour)
-	deadDir := mkdir(fmt.Sprintf("run-%d.1-dead", pid), hour)
-	deadFresh := mkdir(fmt.Sprintf("run-%d.1-fresh", pid), 0)
-	orphan := mkdir(fmt.Sprintf("run-%d.1-orphan", pid), hour) // no container
+	// owned makes a socket directory of the current layout with its owner
+	// file.
+	owned := func(name, owner string, age time.Duration) string {
+		if err := os.WriteFile(filepath.Join(base, name+ownerSuffix), []byte(owner), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return mkdir(name, age)
+	}
+	liveDir := owned(sockDirPrefix+"live", selfID(), hour)
+	deadDir := owned(sockDirPrefix+"dead", fmt.Sprintf("%d.1", pid), hour)
+	deadFresh := owned(sockDirPrefix+"fresh", fmt.Sprintf("%d.1", pid), 0)
+	orphan := mkdir(fmt.Sprintf("run-%d.1-orphan", pid), hour) // the earlier layout; no container
+	noOwnerFile := mkdir(sockDirPrefix+"no-owner-file", hour)
 	notOurs := mkdir("something-else", hour)
 	garbled := mkdir("run-garbled", hour)
+	// An owner file whose directory is gone: removed once its owner is.
+	strayOwner := filepath.Join(base, sockDirPrefix+"stray"+ownerSuffix)
+	os.WriteFile(strayOwner, []byte(fmt.Sprintf("%d.1", pid)), 0o600)
+	os.Chtimes(strayOwner, time.Now().Add(-hour), time.Now().Add(-hour))
 
 	d := &reapDriver{fakeDriver: newFakeDriver(t, nil), created: map[string]time.Time{}}
 	liveID := d.add(t, live, liveDir, hour)
@@ -97,7 +111,7 @@ func TestReap(t *testing.T) {
 		t.Fatalf("reaped containers %v, want only the dead owner's %s", rep.Containers, deadID)
 	}
 	slices.Sort(rep.SocketDirs)
-	want := []string{deadDir, garbled, orphan}
+	want := []string{deadDir, garbled, orphan, noOwnerFile}
 	slices.Sort(want)
 	if !slices.Equal(rep.SocketDirs, want) {
 		t.Fatalf("reaped socket dirs %v, want %v", rep.SocketDirs, want)
@@ -111,9 +125,14 @@ func TestReap(t *testing.T) {
 	if got := d.ids(); !slices.Equal(got, wantIDs) {
 		t.Fatalf("containers left %v, want %v", got, wantIDs)
 	}
-	for _, p := range []string{liveDir, deadFresh, notOurs} {
+	for _, p := range []string{liveDir, liveDir + ownerSuffix, deadFresh, deadFresh + ownerSuffix, notOurs} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s removed: %v", p, err)
+		}
+	}
+	for _, p := range []string{deadDir + ownerSuffix, strayOwner} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left: %v", p, err)
 		}
 	}
 
@@ -135,7 +154,7 @@ func TestReap(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{filepath.Base(liveDir), "something-else"}) {
+	if !slices.Equal(names, []string{filepath.Base(liveDir), filepath.Base(liveDir) + ownerSuffix, "something-else"}) {
 		t.Fatalf("socket dirs left %v", names)
 	}
 }
