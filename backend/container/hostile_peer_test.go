@@ -15,8 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/portproto"
 )
 
 // Regression tests from a review of the host end against hostile runners.
@@ -379,4 +381,51 @@ func TestOOMIsDecidedByHostFactsNotByText(t *testing.T) {
 			d.checkNoLeaks(t, dir)
 		})
 	}
+}
+
+// What the host sends back is bounded like what it receives: a binding
+// value too large for a frame, and an error message of any size, reach
+// the runner as bounded rejections.
+func TestRepliesAreBounded(t *testing.T) {
+	var got []*portproto.Result
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.handshake()
+		for i, name := range []string{"huge", "loud", "fine"} {
+			r.send(fmt.Sprintf(`{"type":"call","id":%d,"global":"tools","name":%q,"args":{}}`, i+1, name))
+			res, err := r.readResult()
+			if err != nil {
+				return ExitStatus{Code: 90}
+			}
+			got = append(got, res)
+		}
+		r.send(done(`"ok"`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, func(l *Limits) { l.ProgramBytes = 64 << 10; l.FrameBytes = 256 << 10 })
+	ns := []backend.BindingNamespace{{Global: "tools", Functions: map[string]backend.BindingFunc{
+		"huge": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.Marshal(strings.Repeat("x", 1<<20))
+		},
+		"loud": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return nil, errors.New(strings.Repeat("é", 1<<20))
+		},
+		"fine": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`"fine"`), nil
+		},
+	}}}
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: ns})
+	if err != nil || res.Error != nil || len(got) != 3 {
+		t.Fatalf("%v %+v %d replies", err, res.Error, len(got))
+	}
+	if got[0].OK || !strings.Contains(got[0].Message, "exceeds the 262144-byte frame limit") {
+		t.Errorf("huge value: %+v", got[0])
+	}
+	if got[1].OK || len(got[1].Message) > maxFailureBytes+64 || !strings.Contains(got[1].Message, "more bytes cut") || !utf8.ValidString(got[1].Message) {
+		t.Errorf("loud error: ok %v, %d bytes", got[1].OK, len(got[1].Message))
+	}
+	if !got[2].OK || string(got[2].Value) != `"fine"` {
+		t.Errorf("fine: %+v", got[2])
+	}
+	d.checkNoLeaks(t, dir)
 }

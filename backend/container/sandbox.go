@@ -428,9 +428,14 @@ func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}, qu
 		sb.settledMu.Unlock()
 		if !settled {
 			value, err := invoke(sb.callCtx, q.fn, q.call.Args)
+			// A reply is a frame like any other: a value that would not
+			// fit the runner's frame limit is a rejection instead.
+			if err == nil && len(value) > sb.limits.FrameBytes-resultFrameOverhead {
+				value, err = nil, fmt.Errorf("the result of %d bytes exceeds the %d-byte frame limit", len(value), sb.limits.FrameBytes)
+			}
 			reply := portproto.Result{Type: portproto.TypeResult, ID: q.call.ID, OK: err == nil, Value: value}
 			if err != nil {
-				reply.Message = err.Error()
+				reply.Message = cutMessage(err.Error())
 				if reply.Message == "" {
 					reply.Message = "binding failed"
 				}
@@ -600,6 +605,16 @@ func describeError(e *portproto.ProgramError) string {
 	default:
 		msg = e.Name + ": " + e.Message
 	}
+	return cutMessage(msg)
+}
+
+// resultFrameOverhead is room for a result frame's envelope around its
+// value.
+const resultFrameOverhead = 128
+
+// cutMessage cuts a message to maxFailureBytes on a rune boundary, saying
+// how much was cut.
+func cutMessage(msg string) string {
 	if len(msg) <= maxFailureBytes {
 		return msg
 	}
