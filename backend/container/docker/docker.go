@@ -54,7 +54,10 @@ type Driver struct {
 	cgroups map[string]cgroupAccounting // container id → its accounting files
 }
 
-var _ container.Driver = (*Driver)(nil)
+var (
+	_ container.Driver      = (*Driver)(nil)
+	_ container.MemoryMeter = (*Driver)(nil)
+)
 
 // New connects to the daemon named by the environment (DOCKER_HOST...,
 // default unix:///var/run/docker.sock) and negotiates the API version.
