@@ -274,3 +274,195 @@ test('text: cutForJSON respects character boundaries', () => {
     }
   }
 });
+
+// --- hostile program objects: the renderers never throw and say what broke
+
+const hostile = {
+  // A proxy whose every trap throws.
+  proxy: () => new Proxy({}, Object.fromEntries(['get', 'has', 'ownKeys', 'getOwnPropertyDescriptor', 'getPrototypeOf'].map((t) => [t, () => { throw new Error(`trap ${t}`); }]))),
+  revoked: () => {
+    const { proxy, revoke } = Proxy.revocable({}, {});
+    revoke();
+    return proxy;
+  },
+  // An object whose custom inspector throws.
+  inspector: () => ({ a: 1, [require('node:util').inspect.custom]() { throw new Error('no inspect'); } }),
+};
+
+test('values: hostile objects cross as JSON or a rendering, never an exception', () => {
+  const frame = (v, limits = LIMITS) => {
+    const text = boot.doneValueFrame(v, limits);
+    boot.decodeFrame(boot.RUNNER_TO_HOST, text, limits.maxFrameBytes);
+    return JSON.parse(text);
+  };
+  const inspect = (value) => ({ type: 'done', ok: true, valueKind: 'inspect', value });
+  const cases = [
+    ['getter that throws', { get x() { throw new Error('no'); } }, inspect('{ x: [Getter] }')],
+    ['proxy whose traps throw', hostile.proxy(), inspect('{}')],
+    ['revoked proxy', hostile.revoked(), inspect('<Revoked Proxy>')],
+    // (Symbol keys are not part of a value's JSON, as with JSON.stringify.)
+    ['custom inspector that throws, on a JSON object', hostile.inspector(), { type: 'done', ok: true, valueKind: 'json', value: { a: 1 } }],
+    ['custom inspector that throws', new (class Q { constructor() { this.q = 1; } [require('node:util').inspect.custom]() { throw new Error('no'); } })(), inspect('Q { q: 1 }')],
+    ['toJSON is not called', { a: 1, toJSON() { throw new Error('called'); } }, inspect('{ a: 1, toJSON: [Function: toJSON] }')],
+    ['Symbol.toPrimitive is not called', { a: 1, [Symbol.toPrimitive]() { throw new Error('called'); } }, { type: 'done', ok: true, valueKind: 'json', value: { a: 1 } }],
+    ['512 levels are JSON', JSON.parse('['.repeat(512) + ']'.repeat(512)), { type: 'done', ok: true, valueKind: 'json', value: JSON.parse('['.repeat(512) + ']'.repeat(512)) }],
+    ['513 levels are not', JSON.parse('['.repeat(513) + ']'.repeat(513)), inspect('[ [ [ [Array] ] ] ]')],
+  ];
+  for (const [name, v, want] of cases) assert.deepEqual(frame(v), want, name);
+  // A prototype chain whose traps throw: util.inspect itself fails, twice.
+  assert.deepEqual(frame(Object.create(hostile.proxy())), inspect('[uninspectable object: Error: trap getOwnPropertyDescriptor]'));
+  // Huge renderings are produced only up to the cap, quickly.
+  const limits = { ...LIMITS, maxValueBytes: 1000 };
+  const x = new Array(1000).fill(1);
+  const y = new Array(1000).fill(x);
+  const bomb = new Array(1000).fill(y); // 10^9 numbers
+  for (const [name, v, prefix] of [['sparse 2^32-1', new Array(2 ** 32 - 1), '[null,null,'], ['shared arrays', bomb, '[[[1,1,']]) {
+    const start = Date.now();
+    const done = frame(v, limits);
+    assert.ok(Date.now() - start < 2000, name);
+    assert.equal(done.valueKind, 'json', name);
+    assert.equal(done.truncated, true, name);
+    assert.ok(done.value.startsWith(prefix), name);
+    assert.ok(Buffer.byteLength(JSON.stringify(done.value)) <= 1000, name);
+  }
+});
+
+test('errors: hostile thrown values end as a named error with a useful message', () => {
+  const error = (v) => {
+    const text = boot.doneErrorFrame(v, LIMITS);
+    boot.decodeFrame(boot.RUNNER_TO_HOST, text, LIMITS.maxFrameBytes);
+    return JSON.parse(text).error;
+  };
+  const withGetter = (key, get) => {
+    const e = new Error('boom');
+    Object.defineProperty(e, key, { get, configurable: true });
+    return e;
+  };
+  const prim = new Error('x');
+  prim.message = { [Symbol.toPrimitive]() { throw new Error('prim'); } };
+  const odd = new Error('odd');
+  odd.name = { toString() { return 'Named'; } };
+  const arrayStack = new Error('arr');
+  Object.defineProperty(arrayStack, 'stack', { value: ['not', 'a', 'string'] });
+  const foreign = new Error('foreign');
+  Object.defineProperty(foreign, 'stack', { value: 'Error: foreign\n    at run (/opt/dsh/bootstrap.js:1:1)\n    at program.ts:3:9\n    at node:internal/x:1:1' });
+  const cases = [
+    ['name getter throws', withGetter('name', () => { throw new Error('no name'); }), 'Error', 'boom'],
+    ['message getter throws', withGetter('message', () => { throw new TypeError('no message'); }), 'Error', '[message unavailable: TypeError: no message]'],
+    ['message conversion throws', prim, 'Error', '[message unavailable: Error: prim]'],
+    ['name is an object', odd, 'Named', 'odd'],
+    ['stack getter throws', withGetter('stack', () => { throw new Error('no stack'); }), 'Error', 'boom'],
+    ['a proxy of an error', new Proxy(new RangeError('r'), {}), 'RangeError', 'r'],
+    ['proxy whose traps throw', hostile.proxy(), 'Uncaught', '{}'],
+    ['revoked proxy', hostile.revoked(), 'Uncaught', '<Revoked Proxy>'],
+    ['custom inspector throws', hostile.inspector(), 'Uncaught', "{\n  a: 1,\n  [Symbol(nodejs.util.inspect.custom)]: [Function: [nodejs.util.inspect.custom]]\n}"],
+    ['a symbol', Symbol('s'), 'Uncaught', 'Symbol(s)'],
+    ['a non-string stack', arrayStack, 'Error', 'arr'],
+  ];
+  for (const [name, v, wantName, wantMessage] of cases) {
+    const e = error(v);
+    assert.deepEqual([e.name, e.message], [wantName, wantMessage], name);
+    assert.ok(!(e.stack || '').includes('bootstrap'), name);
+  }
+  assert.equal(error(arrayStack).stack, undefined);
+  // Only program.ts frames survive a stack formatted elsewhere.
+  assert.equal(error(foreign).stack, 'Error: foreign\n    at program.ts:3:9');
+  // thrownText itself never throws.
+  assert.equal(boot.thrownText(hostile.proxy()), '{}');
+  assert.equal(boot.thrownText(withGetter('message', () => { throw new Error('x'); })), 'an unreadable value');
+  assert.equal(boot.thrownText('x'.repeat(1000)).length, 200);
+});
+
+// --- the tool-argument rule
+
+test('arguments: JSON values cross exactly', () => {
+  const text = (v, max = 1 << 20) => {
+    const r = boot.argsJSON(v, max);
+    assert.equal(r.reason, undefined, r.reason && `${boot.argsPath(r.node)}: ${r.reason}`);
+    return r.text;
+  };
+  assert.equal(text({ a: [1, 2.5, 'x', true, false, null, { b: [] }], neg0: -0, 'é': '😀' }), '{"a":[1,2.5,"x",true,false,null,{"b":[]}],"neg0":0,"é":"😀"}');
+  assert.equal(text(Object.assign(Object.create(null), { k: 1 })), '{"k":1}');
+  assert.equal(text({ get x() { return 1; } }), '{"x":1}');
+  assert.equal(text(Object.defineProperty({ a: 1 }, 'hidden', { value: () => 1, enumerable: false })), '{"a":1}');
+  assert.equal(text(new Proxy({ a: 1 }, { get: (t, k) => (k === 'a' ? 2 : undefined) })), '{"a":2}');
+  const shared = { s: 1 };
+  assert.equal(text([shared, shared], 100), '[{"s":1},{"s":1}]');
+  assert.equal(text(JSON.parse('['.repeat(512) + ']'.repeat(512))), '['.repeat(512) + ']'.repeat(512));
+  assert.equal(text('s'), '"s"');
+  // The walk stops only when the text certainly exceeds the budget.
+  assert.equal(text(['éé', [1]], 10), '["éé",[1]]');
+});
+
+test('arguments: lossy values are rejected with a path', () => {
+  const reject = (v, max = 1 << 20) => {
+    const r = boot.argsJSON(v, max);
+    assert.notEqual(r.reason, undefined, `accepted: ${r.text}`);
+    return `${boot.argsPath(r.node)}: ${r.reason}`;
+  };
+  const cyc = { a: 1 };
+  cyc.self = cyc;
+  const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+  revoke();
+  class Point { constructor() { this.x = 1; } }
+  class MyArray extends Array {}
+  const cases = [
+    [{ items: [1, 2, 3, NaN] }, 'args.items[3]: NaN is not JSON'],
+    [{ x: Infinity }, 'args.x: Infinity is not JSON'],
+    [[-Infinity], 'args[0]: -Infinity is not JSON'],
+    [NaN, 'args: NaN is not JSON'],
+    [{ when: new Date(0) }, 'args.when: a Date is not JSON (use .toISOString())'],
+    [{ opts: undefined }, 'args.opts: undefined is not JSON'],
+    [[1, undefined], 'args[1]: undefined is not JSON'],
+    [{ 'a b': { x: new Map() } }, 'args["a b"].x: a Map is not JSON'],
+    [[new Set()], 'args[0]: a Set is not JSON'],
+    [{ w: new WeakMap() }, 'args.w: a WeakMap is not JSON'],
+    [{ fn: () => 1 }, 'args.fn: a function is not JSON'],
+    [{ toJSON() { return 1; } }, 'args.toJSON: a function is not JSON'],
+    [cyc, 'args.self: circular reference'],
+    [[[1], [2, [cyc]]], 'args[1][1][0].self: circular reference'],
+    [10n, 'args: a BigInt is not JSON'],
+    [{ s: Symbol('s') }, 'args.s: a Symbol is not JSON'],
+    [new Point(), 'args: an instance of Point is not JSON'],
+    [new MyArray(), 'args: an instance of MyArray (a subclass of Array) is not JSON'],
+    [Object.create({}), 'args: an object with a custom prototype is not JSON'],
+    [{ u: new Uint8Array(2) }, 'args.u: a Uint8Array is not JSON'],
+    [{ b: Buffer.from('x') }, 'args.b: a Buffer is not JSON'],
+    [{ ab: new ArrayBuffer(1) }, 'args.ab: an ArrayBuffer is not JSON'],
+    [[1, , 3], 'args[1]: a hole in a sparse array is not JSON'], // eslint-disable-line no-sparse-arrays
+    [new Array(2 ** 32 - 1), 'args[0]: a hole in a sparse array is not JSON'],
+    [{ s: 'a\ud800' }, 'args.s: a string with a lone surrogate is not JSON'],
+    [{ '\udc00': 1 }, 'args: key "\\udc00" has a lone surrogate'],
+    [{ [Symbol('k')]: 1 }, 'args: a Symbol key (Symbol(k)) is not JSON'],
+    [{ [Symbol.toPrimitive]() { return 1; } }, 'args: a Symbol key (Symbol(Symbol.toPrimitive)) is not JSON'],
+    [{ s: new String('x') }, 'args.s: a String object is not JSON (use a string)'],
+    [{ p: Promise.resolve(1) }, 'args.p: a Promise is not JSON (await it first)'],
+    [{ e: new Error('x') }, 'args.e: an Error is not JSON'],
+    [{ r: /x/ }, 'args.r: a RegExp is not JSON'],
+    [{ get x() { throw new Error('boom'); } }, 'args.x: reading it threw Error: boom'],
+    [new Proxy({}, { ownKeys() { throw new Error('keys'); } }), 'args: listing its keys threw Error: keys'],
+    [{ p: new Proxy({}, { getPrototypeOf() { throw new RangeError('proto'); } }) }, 'args.p: reading its prototype threw RangeError: proto'],
+    [{ p: revoked }, "args.p: reading its prototype threw TypeError: Cannot perform 'getPrototypeOf' on a proxy that has been revoked"],
+    [new Proxy([1], { get(t, k) { if (k === '0') throw new Error('elem'); return Reflect.get(t, k); } }), 'args[0]: reading it threw Error: elem'],
+    [{ $ref: [1, { 'é': null, ok: NaN }] }, 'args.$ref[1].ok: NaN is not JSON'],
+    [{ x: { 'é': NaN } }, 'args.x["é"]: NaN is not JSON'],
+    [{ 'q"': NaN }, 'args["q\\""]: NaN is not JSON'],
+    [{ s: 'x'.repeat(5000) }, 'args: too large: the call frame would exceed the 4096-byte frame limit', 4096],
+    // 10 characters, 12 bytes: the walk counts characters (a lower bound);
+    // the call itself checks the frame's exact size.
+    [['éé', [1]], 'args: too large: the call frame would exceed the 9-byte frame limit', 9],
+  ];
+  for (const [v, want, max] of cases) assert.equal(reject(v, max), want);
+  // A deep path is cut; so is a long key.
+  let deep = [];
+  for (let i = 0; i < 600; i++) deep = [deep];
+  const got = reject(deep);
+  assert.ok(got.startsWith('args[0][0][0]') && got.endsWith('…: nested deeper than 512 levels'), got);
+  assert.equal(got.split(': ')[0].length, 200);
+  assert.equal(reject({ ['k'.repeat(5000)]: { x: NaN } }), `args.${'k'.repeat(194)}…: NaN is not JSON`);
+  // Shared arrays whose text would be 10^9 numbers are rejected quickly.
+  const x = new Array(1000).fill(1);
+  const start = Date.now();
+  assert.equal(reject(new Array(1000).fill(new Array(1000).fill(x))), 'args: too large: the call frame would exceed the 1048576-byte frame limit');
+  assert.ok(Date.now() - start < 2000);
+});

@@ -275,23 +275,159 @@ describe('runner', { concurrency: 4 }, () => {
     assert.deepEqual(done, { type: 'done', ok: true, valueKind: 'json', value: 'abcd' });
   });
 
-  test('arguments that are not JSON reject locally with TypeError; nothing is sent', async () => {
+  test('arguments that are not JSON are rejected in the program with a path; nothing is sent', async () => {
+    // (the protocol test covers the rule in full; here each rejection must
+    // reach the program as a TypeError and send nothing)
+    const cases = [
+      ['{ items: [1, 2, 3, NaN] }', 'tools["echo"]: args.items[3]: NaN is not JSON'],
+      ['{ when: new Date(0) }', 'tools["echo"]: args.when: a Date is not JSON (use .toISOString())'],
+      ['{ opts: undefined }', 'tools["echo"]: args.opts: undefined is not JSON'],
+      ['{ "a b": { x: new Map() } }', 'tools["echo"]: args["a b"].x: a Map is not JSON'],
+      ['{ fn: () => 1 }', 'tools["echo"]: args.fn: a function is not JSON'],
+      ['cyc', 'tools["echo"]: args.self: circular reference'],
+      ['10n', 'tools["echo"]: args: a BigInt is not JSON'],
+      ['Symbol("s")', 'tools["echo"]: args: a Symbol is not JSON'],
+      ['[1, , 3]', 'tools["echo"]: args[1]: a hole in a sparse array is not JSON'],
+      ['{ get x() { throw new Error("getter") } }', 'tools["echo"]: args.x: reading it threw Error: getter'],
+      ['"x".repeat(5000)', 'tools["echo"]: args: too large: the call frame would exceed the 4096-byte frame limit'],
+      ['{ s: "\\ud800" }', 'tools["my-tool"]: args.s: a string with a lone surrogate is not JSON'],
+    ];
     const out = await host({
       limits: { ...LIMITS, maxFrameBytes: 4096 },
       body: [
         'const errs = [];',
-        'for (const bad of [10n, () => 1, Symbol("s"), "x".repeat(5000)]) {',
-        '  try { await tools.echo(bad); errs.push("sent"); } catch (e) { errs.push(e.constructor.name); }',
-        '}',
-        'const cyc = {}; cyc.cyc = cyc;',
-        'try { await tools.echo(cyc); } catch (e) { errs.push(e.constructor.name + ": " + e.message.split(":")[0]); }',
+        'const cyc = { a: 1 }; cyc.self = cyc;',
+        ...cases.map(([v, want]) => `try { await tools${want.includes('my-tool') ? '["my-tool"]' : '.echo'}(${v}); errs.push("sent"); } catch (e) { errs.push(e.constructor.name + ": " + e.message); }`),
         'errs.push((await tools.echo("after")).args);',
         'return errs;',
       ].join('\n'),
     });
     const done = ok(out);
-    assert.deepEqual(done.value, ['TypeError', 'TypeError', 'TypeError', 'TypeError', 'TypeError: tools.echo', 'after']);
+    assert.deepEqual(done.value, [...cases.map(([, want]) => `TypeError: ${want}`), 'after']);
+    // Nothing was sent for the rejected calls, and no id was used.
     assert.deepEqual(out.calls.map((c) => [c.id, c.args]), [[1, 'after']]);
+  });
+
+  test('hostile programs end as exceptions or renderings, never break the runner', async () => {
+    // [name, body, check(done, out)]. Every run must end with a valid done
+    // frame, nothing on stderr, and no runner frame anywhere.
+    const error = (name, message, stack) => (done) => {
+      assert.equal(done.ok, false, JSON.stringify(done));
+      assert.deepEqual([done.error.name, done.error.message], [name, message]);
+      if (stack !== undefined) assert.match(done.error.stack || '', stack);
+    };
+    const value = (v, kind = 'json') => (done) => assert.deepEqual(done, { type: 'done', ok: true, valueKind: kind, value: v });
+    const cases = [
+      ['name getter throws',
+        'const e = new Error("boom"); Object.defineProperty(e, "name", { get() { throw new Error("no name"); } }); throw e;',
+        error('Error', 'boom', /^Error: boom\n {4}at program\.ts:2:11$/)],
+      ['message getter throws',
+        'const e = new Error("boom"); Object.defineProperty(e, "message", { get() { throw new TypeError("no message"); } }); throw e;',
+        error('Error', '[message unavailable: TypeError: no message]', /^Error: \[message unavailable: TypeError: no message\]\n {4}at program\.ts:2:11$/)],
+      ['message with a Symbol.toPrimitive that throws',
+        'const e = new Error("x"); e.message = { [Symbol.toPrimitive]() { throw new Error("prim"); } }; throw e;',
+        error('Error', '[message unavailable: Error: prim]')],
+      ['prepareStackTrace that throws',
+        'Error.prepareStackTrace = () => { throw new Error("pst"); };\nthrow new RangeError("r");',
+        (done) => assert.deepEqual(done.error, { name: 'RangeError', message: 'r' })],
+      ['prepareStackTrace set to undefined',
+        'Error.prepareStackTrace = undefined;\nthrow new Error("x");',
+        error('Error', 'x', /^Error: x\n {4}at program\.ts:3:7$/)],
+      ['prepareStackTrace of its own, with every frame',
+        'Error.prepareStackTrace = (e, cs) => String(e) + cs.map((c) => "\\n    at " + c).join("");\nconst s = new Error("mine").stack;\nif (!s.includes("bootstrap.js")) throw new Error("expected the runner frames here");\nthrow new Error("x");',
+        error('Error', 'x', /^Error: x\n {4}at program\.ts:5:7$/)],
+      ['prepareStackTrace returning call sites',
+        'Error.prepareStackTrace = (e, cs) => cs;\nconst cs = new Error().stack;\nif (typeof cs[0].getLineNumber !== "function") throw new Error("no call sites");\nthrow new Error("x");',
+        (done) => assert.deepEqual(done.error, { name: 'Error', message: 'x' })],
+      ['a proxy whose traps throw',
+        'throw new Proxy({}, { get() { throw new Error("g"); }, getPrototypeOf() { throw new Error("p"); }, ownKeys() { throw new Error("k"); } });',
+        (done) => assert.deepEqual(done.error, { name: 'Uncaught', message: '{}' })],
+      ['a revoked proxy',
+        'const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); throw proxy;',
+        (done) => assert.deepEqual(done.error, { name: 'Uncaught', message: '<Revoked Proxy>' })],
+      ['process.exit(3)', 'console.log("before");\nprocess.exit(3);\nconsole.log("after");',
+        error('Exit', 'process.exit(3)', /^Exit: process\.exit\(3\)\n {4}at program\.ts:3:9$/)],
+      ['process.exit() in a timer', 'setTimeout(() => process.exit(2), 5);\nawait new Promise((r) => setTimeout(r, 2000));',
+        error('Exit', 'process.exit(2)')],
+      ['process.exit(0)', 'process.exit(0);\nreturn "unreached";', (done) => assert.deepEqual(done, { type: 'done', ok: true })],
+      ['process.exitCode then process.exit()', 'process.exitCode = 4;\nprocess.exit();', error('Exit', 'process.exit(4)')],
+      ['process.exit with a bad code', 'try { process.exit("x"); } catch (e) { return [e.code, e.name]; }',
+        value(['ERR_INVALID_ARG_TYPE', 'TypeError'])],
+      ['a value with a getter that throws', 'return { get x() { throw new Error("no"); } };', value('{ x: [Getter] }', 'inspect')],
+      // (Returning it makes the async function read its "then": the program's own TypeError.)
+      ['a value that is a revoked proxy', 'const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); return proxy;',
+        error('TypeError', "Cannot perform 'get' on a proxy that has been revoked", /^TypeError: .*\n {4}at program\.ts:2:\d+$/)],
+      ['a value that holds a revoked proxy', 'const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); return [proxy];', value('[ <Revoked Proxy> ]', 'inspect')],
+      ['a value whose inspector throws',
+        'class Q { q = 1; [Symbol.for("nodejs.util.inspect.custom")]() { throw new Error("no"); } }\nreturn new Q();', value('Q { q: 1 }', 'inspect')],
+      ['a huge sparse array', 'return new Array(2 ** 32 - 1);', (done) => {
+        assert.equal(done.truncated, true);
+        assert.ok(done.value.startsWith('[null,null,'));
+      }],
+      ['console.log of hostile objects',
+        'console.log(new Proxy({}, { get() { throw new Error("g"); } }));\n' +
+        'try { console.log({ [Symbol.for("nodejs.util.inspect.custom")]() { throw new Error("no inspect"); } }); } catch (e) { console.log("caught " + e.message); }\n' +
+        'try { console.log("%d", { [Symbol.toPrimitive]() { throw new Error("no number"); } }); } catch (e) { console.log("caught " + e.message); }\n' +
+        'return "logged";',
+        (done, out) => {
+          value('logged')(done);
+          assert.deepEqual(out.logs.map((l) => l.text), ['{}', 'caught no inspect', 'caught no number']);
+        }],
+      ['console methods overwritten',
+        'console.log = () => { throw new Error("mine"); };\nconsole.table([{ a: 1 }]);\nconsole.error("still");\ntry { console.log("x"); } catch (e) { return e.message; }',
+        (done, out) => {
+          value('mine')(done);
+          assert.ok(out.logs.some((l) => l.text.includes('┌')));
+          assert.ok(out.logs.some((l) => l.text === 'still' && l.level === 'error'));
+        }],
+      ['stdout ended by the program', 'process.stdout.end("bye\\n");\nprocess.stdout.write("still here\\n");\nreturn 1;',
+        (done, out) => {
+          value(1)(done);
+          assert.deepEqual(out.logs.map((l) => [l.source, l.text]), [['stdout', 'bye\n'], ['stdout', 'still here\n']]);
+        }],
+      ['builtins replaced by the program',
+        [
+          'Object.prototype.toJSON = function () { return "hijacked"; };',
+          'Array.prototype.toJSON = function () { return "hijacked"; };',
+          'JSON.stringify = () => { throw new Error("no stringify"); };',
+          'String.prototype.toWellFormed = () => { throw new Error("no toWellFormed"); };',
+          'Promise.prototype.then = function () { throw new Error("no then"); };',
+          'console.log("logged", { a: [1] });',
+          'const r = await tools.echo({ a: [1, { b: 2 }] });',
+          'return { r, list: [1, 2] };',
+        ].join('\n'),
+        (done, out) => {
+          value({ r: { name: 'echo', args: { a: [1, { b: 2 }] } }, list: [1, 2] })(done);
+          assert.deepEqual(out.calls.map((c) => c.args), [{ a: [1, { b: 2 }] }]);
+          assert.deepEqual(out.logs.map((l) => l.text), ['logged { a: [ 1 ] }']);
+        }],
+      // The host-frame decoder uses the realm's builtins: one the program
+      // broke ends the run as the program's exception, not a protocol violation.
+      ['a builtin the decoder uses, replaced',
+        'String.prototype.slice = function () { throw new Error("no slice"); };\nawait tools.echo(1);\nreturn "unreached";',
+        error('Error', 'no slice', /^Error: no slice\n {4}at String\.slice \(program\.ts:2:46\)$/)],
+      ['an error thrown with toJSON on every object',
+        'Object.prototype.toJSON = () => 1;\nthrow new Error("plain");',
+        error('Error', 'plain', /^Error: plain\n {4}at program\.ts:3:7$/)],
+      ['stack overflow while logging',
+        'let n = 0;\nfunction f() { n++; console.log("depth " + n); f(); }\ntry { f(); } catch (e) { return ["caught", e.message]; }',
+        (done, out) => {
+          value(['caught', 'Maximum call stack size exceeded'])(done);
+          assert.equal(out.logs.length, 10001);
+        }],
+    ];
+    const outs = await Promise.all(cases.map(([, body]) => host({ body })));
+    cases.forEach(([name, , check], i) => {
+      const out = outs[i];
+      const done = ok(out);
+      for (const f of out.frames) assert.doesNotMatch(f, /bootstrap/, name);
+      try {
+        check(done, out);
+      } catch (err) {
+        err.message = `${name}: ${err.message}`;
+        throw err;
+      }
+    });
   });
 
   // --- source maps: a hand-written map of a type-stripped program.
@@ -421,20 +557,31 @@ describe('runner', { concurrency: 4 }, () => {
   });
 
   test('logs stop once their total crosses maxLogBytes; a long entry is cut to the frame', async () => {
-    const limits = { maxLogBytes: 100, maxValueBytes: 1000, maxFrameBytes: 4096 };
+    const limits = { maxLogBytes: 200, maxValueBytes: 1000, maxFrameBytes: 4096 };
     const [out, long] = await Promise.all([
       host({ limits, body: 'for (let i = 0; i < 50; i++) console.log("line " + String(i).padStart(3, "0") + " ".repeat(20));\nreturn "finished";' }),
       host({ limits: { ...limits, maxLogBytes: 1 << 20 }, body: 'console.log("y".repeat(10000));\nprocess.stdout.write("\\n".repeat(5000));' }),
     ]);
     const done = ok(out);
     assert.equal(done.value, 'finished');
-    // 28 bytes each: the 4th entry crosses 100 and is the last one sent.
-    assert.deepEqual(out.logs.map((l) => l.text.slice(0, 8)), ['line 000', 'line 001', 'line 002', 'line 003']);
+    // 28 bytes each plus 64 per entry: the 3rd entry crosses 200 and is the last one sent.
+    assert.deepEqual(out.logs.map((l) => l.text.slice(0, 8)), ['line 000', 'line 001', 'line 002']);
     ok(long);
     assert.equal(long.logs.length, 2);
     for (const f of long.frames) assert.ok(Buffer.byteLength(f) <= 4096, `${Buffer.byteLength(f)}`);
     assert.match(long.logs[0].text, /^y{4000,}$/);
     assert.match(long.logs[1].text, /^\n{1000,}$/);
+  });
+
+  test('empty log entries count: the per-entry overhead and the 10,000-entry cap', async () => {
+    const [many, small] = await Promise.all([
+      host({ body: 'for (let i = 0; i < 50000; i++) console.log("");\nreturn "done";' }),
+      host({ limits: { ...LIMITS, maxLogBytes: 640 }, body: 'for (let i = 0; i < 100; i++) console.log();\nreturn "done";' }),
+    ]);
+    assert.equal(ok(many).value, 'done');
+    assert.equal(many.logs.length, 10001);
+    assert.equal(ok(small).value, 'done');
+    assert.equal(small.logs.length, 11); // 11 * 64 > 640
   });
 
   // --- protocol violations and the transport
