@@ -1,9 +1,13 @@
 package registry
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -82,4 +86,61 @@ func FuzzNormalizeArguments(f *testing.F) {
 			t.Fatalf("not idempotent: %q -> %q, %v", got, again, err)
 		}
 	})
+}
+
+// canonicalJSON agrees with the reference implementation on every input:
+// the same output, or both fail.
+func FuzzCanonicalMatchesReference(f *testing.F) {
+	for _, s := range []string{`{}`, `{"b":1,"a":{"d":[],"c":null}}`, `[1.50,-0,2e3,1E-400]`, `"\u00e9\n\/\u2028\u0001\b\f"`,
+		`{"a":1,"a":2}`, `{"x":1e400}`, `[1,`, `{} {}`, `"\ud83d\ude00"`, `{"\u0061":1,"a":2}`, ` [ true , false , null ] `, "\"\u2029\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(bytes.TrimSpace(in)) == 0 {
+			return
+		}
+		got, err := canonicalJSON(in)
+		want, werr := referenceNormalize(in)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%q: canonicalJSON %q, %v; reference %q, %v", in, got, err, want, werr)
+		}
+		if err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("%q: canonicalJSON %q, reference %q", in, got, want)
+		}
+	})
+}
+
+// Normalizing costs a small multiple of the input, whatever its shape
+// (issue 10: a program chooses its arguments).
+func TestNormalizeArgumentsMemoryIsLinear(t *testing.T) {
+	const size = 4 << 20
+	for name, in := range map[string]string{
+		"long array of zeros": "[" + strings.Repeat("0,", size/2-1) + "0]",
+		"wide object":         `{"k":0` + wideObject(size) + "}",
+		"deep nesting":        strings.Repeat(`{"b":0,"a":`, 9000) + `"` + strings.Repeat("x", size-9000*12) + `"` + strings.Repeat("}", 9000),
+		"long string":         `"` + strings.Repeat("é", size/2) + `"`,
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		if _, err := NormalizeArguments([]byte(in)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		elapsed := time.Since(start)
+		runtime.ReadMemStats(&after)
+		alloc := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%s: %d KiB in, %d KiB allocated, %v", name, len(in)>>10, alloc>>10, elapsed)
+		if alloc > 12*uint64(len(in)) {
+			t.Errorf("%s: allocated %d bytes for %d bytes of input", name, alloc, len(in))
+		}
+	}
+}
+
+func wideObject(size int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size-32; i++ {
+		fmt.Fprintf(&b, `,"k%07d":0`, i)
+	}
+	return b.String()
 }

@@ -144,11 +144,11 @@ func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		return defaultSchema, nil
 	}
-	v, err := decodeCanonical(raw)
+	canon, err := canonicalJSON(raw)
 	if err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
 	}
-	if _, ok := v.(map[string]any); !ok {
+	if canon[0] != '{' {
 		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema must be a JSON object")
 	}
 	var buf bytes.Buffer
