@@ -3,12 +3,15 @@
 // bindings only through a websocket bridge on a Unix socket in a private,
 // per-run directory that is bind-mounted read-only into the container.
 //
-// A run: validate the request; for TypeScript, strip types host-side with
-// esbuild (a syntax error is an exception and starts nothing; a source map
-// keeps stack positions on the model's own lines); take a ready sandbox
+// A run: validate the request; wait for admission; for TypeScript, check
+// its nesting and strip its types with esbuild in a worker process with
+// stack, memory and time limits (a syntax error or a broken limit is an
+// exception and starts nothing; a source map keeps stack positions on the
+// model's own lines); take a ready sandbox
 // from the warm pool or create and start one with the hardening preset
 // (no network, read-only root, fixed non-root user, all capabilities
-// dropped, no-new-privileges, the daemon's seccomp profile, pids / memory
+// dropped, no-new-privileges, our seccomp profile (package seccomp;
+// WithSeccomp(nil) keeps the engine's), pids / memory
 // (= memory+swap) / CPU limits, private IPC, an init process, a small
 // noexec /tmp, no log driver, a fixed three-variable environment, labels
 // under one prefix); the runner says hello and receives the program;

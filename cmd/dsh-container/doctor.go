@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/images"
 )
 
@@ -61,6 +62,12 @@ func runDoctor(ctx context.Context, f *factory) error {
 		return errDoctor
 	}
 	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Driver)
+	if !slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.HasPrefix(o, "name=seccomp") }) {
+		bad("run the daemon on a kernel and build with seccomp support", "the daemon does not support seccomp (security options %v): the syscall filter would not apply", info.SecurityOptions)
+	} else {
+		ok("seccomp: programs run under our profile, %d syscalls allowed against %d in Docker's default (removed: %s); --seccomp default keeps the engine's",
+			seccomp.Count(seccomp.Profile()), seccomp.Count(seccomp.Default()), strings.Join(seccomp.Removed(), " "))
+	}
 	ok("OCI runtimes registered: %s (default %s)", strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), info.DefaultRuntime)
 	if rs, found := info.Runtimes["runsc"]; found {
 		args := strings.Join(rs.Args, " ")

@@ -79,6 +79,8 @@ func TestBadInput(t *testing.T) {
 		{"bad memory", nil, []string{"run", "--memory", "lots", prog}, "--memory"},
 		{"memory too small", nil, []string{"run", "--memory", "1m", prog}, "memory"},
 		{"unknown flag", nil, []string{"run", "--frobnicate", prog}, "unknown flag"},
+		{"unknown seccomp profile", nil, []string{"run", "--seccomp", "unconfined", prog}, `--seccomp "unconfined": use dsh`},
+		{"serve: unknown seccomp profile", nil, []string{"serve", "--seccomp", "none"}, `--seccomp "none": use dsh`},
 		{"no program", nil, []string{"run"}, "accepts 1 arg"},
 		{"unknown command", nil, []string{"frob"}, "unknown command"},
 		{"unreachable daemon", func(f *factory) {

@@ -13,9 +13,11 @@ import (
 
 	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
 )
@@ -32,6 +34,7 @@ type runOptions struct {
 	CPUs    float64
 	Pids    int64
 	Runtime string
+	Seccomp string
 
 	changed func(flag string) bool
 }
@@ -78,6 +81,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.Float64Var(&opts.CPUs, "cpus", float64(d.NanoCPUs)/1e9, "CPU rate limit in CPUs")
 	fl.Int64Var(&opts.Pids, "pids", d.Pids, "limit on processes and threads")
 	fl.StringVar(&opts.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
+	addSeccompFlag(fl, &opts.Seccomp)
 	return cmd
 }
 
@@ -161,6 +165,10 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
+	sc, err := seccompOption(opts.Seccomp)
+	if err != nil {
+		return err
+	}
 	program, err := readProgram(opts.File, f.stdin)
 	if err != nil {
 		return err
@@ -188,6 +196,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		container.WithImage(tag),
 		container.WithLimits(limits),
 		container.WithOCIRuntime(opts.Runtime),
+		sc,
 		container.WithLogger(log),
 	)
 	if err != nil {
@@ -289,4 +298,21 @@ func printHuman(f *factory, r *backend.RunResult) {
 	if r.ValueTruncated {
 		fmt.Fprintln(f.stderr, "dsh-container: value truncated at the cap")
 	}
+}
+
+// addSeccompFlag registers --seccomp.
+func addSeccompFlag(fl *pflag.FlagSet, v *string) {
+	fl.StringVar(v, "seccomp", "dsh", fmt.Sprintf("seccomp profile: dsh (ours: Docker's default minus what the runners never need, %d syscalls against %d) or default (the engine's own)",
+		seccomp.Count(seccomp.Profile()), seccomp.Count(seccomp.Default())))
+}
+
+// seccompOption maps --seccomp onto the runtime option.
+func seccompOption(v string) (container.Option, error) {
+	switch v {
+	case "dsh", "":
+		return container.WithSeccomp(seccomp.Profile()), nil
+	case "default":
+		return container.WithSeccomp(nil), nil
+	}
+	return nil, usagef("--seccomp %q: use dsh (our profile) or default (the engine's)", v)
 }

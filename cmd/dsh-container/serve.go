@@ -89,6 +89,7 @@ once.`,
 	fl.Float64Var(&opts.run.CPUs, "cpus", float64(d.NanoCPUs)/1e9, "CPU rate limit of each program in CPUs")
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
+	addSeccompFlag(fl, &opts.run.Seccomp)
 	return cmd
 }
 
@@ -113,6 +114,10 @@ func serveLanguages(names []string) ([]backend.Language, error) {
 
 func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	langs, err := serveLanguages(opts.Languages)
+	if err != nil {
+		return err
+	}
+	sc, err := seccompOption(opts.run.Seccomp)
 	if err != nil {
 		return err
 	}
@@ -174,6 +179,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			container.WithImage(tags[l]),
 			container.WithLimits(limits),
 			container.WithOCIRuntime(opts.run.Runtime),
+			sc,
 			container.WithPool(opts.Pool),
 			container.WithAdmission(opts.MaxRuns, opts.Queue),
 			container.WithLogger(log),
