@@ -222,6 +222,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	hs := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
