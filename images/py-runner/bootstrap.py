@@ -37,6 +37,8 @@ Contract (wire protocol version 1, see portproto/portproto.go):
    The call sends {"type":"call","id":n,"global","name","args"} (ids 1, 2,
    3...) and awaits the matching "result", in any order. A failed result
    raises ToolCallError(message) with ``tool_name`` (alias ``toolName``).
+   In a traceback the program prints, a tool call is one frame,
+   ``File "<tools>", in tools.name``: the runner's source never shows.
 6. print / sys.stdout become "stdout" log frames (line-buffered: sent at
    each newline, on flush, and at the end), sys.stderr "stderr" frames, and
    the logging module (a handler on the root logger, whose level is set to
@@ -86,9 +88,10 @@ Not captured: writes that bypass sys.stdout/sys.stderr (os.write(1, ...),
 subprocesses); a program that kills its own process (os.kill, os.abort,
 posix._exit) ends the container without a done frame (the host reports the
 exit). The program runs in this process: the container is the security
-boundary, this file only aims at correct, robust behaviour (a program that
-rewrites the standard library the runner uses, json for instance, can break
-its own run). It uses nothing but the standard library and ``websockets``,
+boundary, this file only aims at correct, robust behaviour (the runner's
+JSON encoders are bound before the program runs, but a program that
+rewrites deeper parts of the standard library the runner uses can break its
+own run). It uses nothing but the standard library and ``websockets``,
 writes nothing to disk and opens no network connection.
 """
 
@@ -410,8 +413,14 @@ def validate_host_frame(frame, max_frame=0):
 # Text and values.
 
 
+# The runner's encoders, bound now: a program that replaces json.dumps,
+# json.JSONEncoder or its methods later does not change the runner's frames.
+_FRAME_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode
+_FRAME_ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode
+
+
 def _dumps(obj, ascii=False):
-    return json.dumps(obj, ensure_ascii=ascii, allow_nan=False, separators=(",", ":"))
+    return (_FRAME_ENCODE_ASCII if ascii else _FRAME_ENCODE)(obj)
 
 
 def valid_text(s):
@@ -502,17 +511,17 @@ def safe_str(v, cap=1 << 20):
         return f"<{class_name(type(v))} str() failed: {thrown_text(e)}>"
 
 
-_VALUE_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_VALUE_ENCODER_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"))
+_VALUE_ITERENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":")).iterencode
+_VALUE_ITERENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":")).iterencode
 
 
 def _value_json(value, cap):
     """The JSON text json.dumps would give for ``value`` and whether it is
     longer than ``cap`` characters; then only (a bit more than) ``cap``
     characters of it are produced. Raises what the encoder raises."""
-    for encoder in (_VALUE_ENCODER, _VALUE_ENCODER_ASCII):
+    for iterencode in (_VALUE_ITERENCODE, _VALUE_ITERENCODE_ASCII):
         parts, n, over = [], 0, False
-        for chunk in encoder.iterencode(value):
+        for chunk in iterencode(value):
             parts.append(chunk)
             n += len(chunk)
             if n > cap:
@@ -700,7 +709,7 @@ class _ArgsRejection(Exception):
 def js_quote(s):
     """``s`` as JSON.stringify quotes it: non-ASCII kept, lone surrogates
     escaped as \\udxxx."""
-    return _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), json.dumps(s, ensure_ascii=False))
+    return _SURROGATE_RE.sub(lambda m: "\\u%04x" % ord(m.group()), _dumps(s))
 
 
 def args_path(segments):
@@ -854,6 +863,26 @@ class ToolCallError(Exception):
     @property
     def message(self):
         return str(self.args[0]) if self.args else ""
+
+
+class _Rejected:
+    """A call the runner refused to send: the binding raises ``error``."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error):
+        self.error = error
+
+
+# The code of every binding (see Runner.make_binding), compiled as "<tools>".
+# Its globals hold exactly these names: nothing the program can rebind.
+_BINDING_CODE = next(c for c in compile(
+    "async def binding(args=None):\n"
+    "    call = submit(args)\n"
+    "    if type(call) is Rejected:\n"
+    "        raise call.error\n"
+    "    return await call\n",
+    "<tools>", "exec").co_consts if isinstance(c, types.CodeType))
 
 
 class Namespace:
@@ -1203,16 +1232,26 @@ class Runner:
     # -- tool calls
 
     def make_binding(self, global_name, name):
+        """The program's async function for one tool. Its code lives in
+        "<tools>", and it awaits the call's future itself (a C future adds
+        no frame): a traceback the program prints through a tool call (a
+        caught ToolCallError, a TypeError for its arguments) shows
+        ``File "<tools>", in tools.name``, never the runner's source."""
         runner = self
 
-        async def binding(args=None):
-            return await runner.call(global_name, name, args)
+        def submit(args):
+            return runner.submit(global_name, name, args)
 
-        binding.__name__ = name
-        binding.__qualname__ = f"{global_name}.{name}"
-        return binding
+        qualname = f"{global_name}.{name}"
+        code = _BINDING_CODE.replace(co_name=qualname, co_qualname=qualname)
+        scope = {"__builtins__": {}, "submit": submit, "type": type, "Rejected": _Rejected}
+        return types.FunctionType(code, scope, name, (None,))
 
-    async def call(self, global_name, name, args):
+    def submit(self, global_name, name, args):
+        """Check a call's arguments and send its frame; the future of its
+        result, or _Rejected(TypeError) when the arguments break the rule.
+        Once the run is settled nothing more goes out and the future never
+        settles."""
         where = f"{global_name}[{js_quote(name)}]"
         if args is None:
             args_text = "null"
@@ -1220,7 +1259,7 @@ class Runner:
             try:
                 args_text = tool_args_json(args, self.limits["maxFrameBytes"])
             except _ArgsRejection as r:
-                raise TypeError(f"{where}: {args_path(r.segments)}: {r.reason}") from None
+                return _Rejected(TypeError(f"{where}: {args_path(r.segments)}: {r.reason}"))
         fut = asyncio.get_running_loop().create_future()
         # The host requires increasing ids, even when a program calls tools
         # from several threads: assigning an id and sending its frame happen
@@ -1236,13 +1275,12 @@ class Runner:
                         call_id, _dumps(global_name, ascii=True), _dumps(name, ascii=True), args_text)
                     size = len(frame.encode("utf-8"))
                     if size > self.limits["maxFrameBytes"]:
-                        raise TypeError(f"{where}: args: too large: the call frame would exceed the {self.limits['maxFrameBytes']}-byte frame limit")
+                        return _Rejected(TypeError(f"{where}: args: too large: the call frame would exceed the {self.limits['maxFrameBytes']}-byte frame limit"))
                     self._next_id += 1
                     self._outstanding[call_id] = (fut, name)
             if not settled:
                 self.send(frame)
-        # Once settled nothing more goes out, and the call never ends.
-        return await fut
+        return fut
 
     # -- logs
 

@@ -237,9 +237,15 @@ class RunnerTest(unittest.TestCase):
         ])
         done = self.ok(host(program))
         self.assertEqual(done["value"][:4], ['no luck with {"why": 1}', "fail", "fail", True])
-        # The program's own traceback shows its line (the runner's frames below it are not filtered there).
-        self.assertIn('  File "program.py", line 2, in __dsh_main__', done["value"][4])
-        self.assertEqual(done["value"][4][-1], 'ToolCallError: no luck with {"why": 1}')
+        # The program's own traceback shows its line, then the tool call,
+        # never the runner's source.
+        self.assertEqual(done["value"][4], [
+            "Traceback (most recent call last):",
+            '  File "program.py", line 2, in __dsh_main__',
+            '    await tools.fail({"why": 1})',
+            '  File "<tools>", line 5, in tools.fail',
+            'ToolCallError: no luck with {"why": 1}',
+        ])
 
     def test_an_uncaught_rejected_call_fails_the_run(self):
         done = self.ok(host("x = 1\nawait tools.fail(None)\nreturn 1"))
