@@ -1,21 +1,32 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/images"
 )
 
 // TestRunnerSuites runs each runner's own test suite inside its real
-// image, hardened like a run (no network, read-only root, non-root, a
-// tmpfs /tmp): the portproto vectors replay and the bootstrap driven by a
-// fake host.
+// image, hardened like a run (no network, read-only root, non-root, no
+// capabilities, no-new-privileges, our seccomp profile, a tmpfs /tmp): the
+// portproto vectors replay and the bootstrap driven by a fake host.
 func TestRunnerSuites(t *testing.T) {
 	root := readableCopy(t)
+	// The docker CLI reads seccomp= as a file.
+	profile, err := json.Marshal(seccomp.Profile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	profileFile := filepath.Join(t.TempDir(), "seccomp.json")
+	if err := os.WriteFile(profileFile, profile, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		image string
 		cmd   []string
@@ -31,6 +42,7 @@ func TestRunnerSuites(t *testing.T) {
 				}
 			}
 			args := append([]string{"run", "--rm", "--network", "none", "--read-only", "--tmpfs", "/tmp:rw,nosuid,nodev",
+				"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--security-opt", "seccomp=" + profileFile,
 				"-u", "65532:65532", "-w", "/tmp", "-v", root + ":/src:ro", "--entrypoint", "", tag}, tc.cmd...)
 			out, err := exec.Command("docker", args...).CombinedOutput()
 			if err != nil {

@@ -1,22 +1,14 @@
 package e2e
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	dcontainer "github.com/docker/docker/api/types/container"
 )
 
 // serveRunResponse is the 200 body of POST /v1/run.
@@ -49,64 +41,18 @@ type serveRunResponse struct {
 // host tool, health and metrics; SIGTERM exits 0 with every container of
 // the daemon (pooled ones included) and every socket directory removed.
 func TestServe(t *testing.T) {
-	bin := buildCLI(t)
-	// Unix socket paths are short: a private, short XDG_RUNTIME_DIR.
-	xdg, err := os.MkdirTemp("", "dshs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(xdg) })
-	sock := filepath.Join(xdg, "api.sock")
-	tools := filepath.Join(xdg, "tools.json")
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.json")
 	os.WriteFile(tools, []byte(`{"tools":[{"name":"shout","description":"Upper-case the text.",
 		"inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]},
 		"command":["/bin/sh","-c","tr a-z A-Z"]}]}`), 0o644)
-
-	cmd := exec.Command(bin, "serve", "--listen", "unix://"+sock, "--pool", "1", "--tools", tools, "--wall-timeout", "20s")
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	host, _ := os.Hostname()
-	prefix := fmt.Sprintf("%s/%d/", host, cmd.Process.Pid)
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		for _, c := range containersByOwnerPrefix(t, prefix) {
-			cli.ContainerRemove(context.Background(), c.ID, dcontainer.RemoveOptions{Force: true})
-		}
-		t.Logf("serve's log:\n%s", stderr.String())
-	})
-
-	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}
-	defer tr.CloseIdleConnections()
-	hc := &http.Client{Transport: tr, Timeout: 90 * time.Second}
-	get := func(path string) (int, string) {
-		t.Helper()
-		resp, err := hc.Get("http://dsh" + path)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
+	s := startServe(t, "--pool", "1", "--tools", tools, "--wall-timeout", "20s")
+	cmd, sock, xdg, prefix, get := s.cmd, s.sock, s.xdg, s.prefix, s.get
 	run := func(lang, code, id string) serveRunResponse {
 		t.Helper()
-		body, _ := json.Marshal(map[string]string{"language": lang, "code": code, "id": id})
-		resp, err := hc.Post("http://dsh/v1/run", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatalf("POST /v1/run: %v", err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("POST /v1/run %s: %d %s", lang, resp.StatusCode, b)
+		status, b, err := s.run(lang, code, id)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("POST /v1/run %s: %d %v %s", lang, status, err, b)
 		}
 		var r serveRunResponse
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -117,16 +63,8 @@ func TestServe(t *testing.T) {
 	}
 
 	// Up: the socket answers and the daemon is healthy.
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if code, body := get("/healthz"); code == http.StatusOK {
-			if !strings.Contains(body, `"status":"ok"`) {
-				t.Fatalf("/healthz: %s", body)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("serve never became healthy; stderr:\n%s", stderr.String())
-		}
+	if code, body := get("/healthz"); code != http.StatusOK || !strings.Contains(body, `"status":"ok"`) {
+		t.Fatalf("/healthz: %d %s", code, body)
 	}
 	if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o660 {
 		t.Errorf("socket %s: %v %v, want mode 0660", sock, fi.Mode(), err)
@@ -179,12 +117,12 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-s.exited:
 		if err != nil {
-			t.Fatalf("serve exited with %v; stderr:\n%s", err, stderr.String())
+			t.Fatalf("serve exited with %v; stderr:\n%s", err, s.stderr.String())
 		}
 	case <-time.After(2 * time.Minute):
-		t.Fatalf("serve did not exit after SIGTERM; stderr:\n%s", stderr.String())
+		t.Fatalf("serve did not exit after SIGTERM; stderr:\n%s", s.stderr.String())
 	}
 	if left := containersByOwnerPrefix(t, prefix); len(left) != 0 {
 		t.Errorf("serve left %d container(s) of owner %s*", len(left), prefix)
