@@ -388,41 +388,51 @@ func TestServeUnderAttack(t *testing.T) {
 		return r
 	}
 
-	t.Run("tool output is capped", func(t *testing.T) {
-		r := post("typescript", `const out = await tools.flood({}); return {len: out.length, tail: out.slice(-120)}`)
-		var v struct {
-			Len  int
-			Tail string
-		}
-		json.Unmarshal(r.Value, &v)
-		if r.Error != nil || v.Len > 1<<20+200 || !strings.Contains(v.Tail, "output truncated: the tool printed 104857601 bytes, the cap is 1048576") {
-			t.Fatalf("%+v %+v", r.Error, v)
-		}
-		bound(t, "100 MB of tool stdout reached the program as %d bytes ending %q", v.Len, v.Tail[len(v.Tail)-80:])
-	})
-
-	t.Run("events are bounded", func(t *testing.T) {
-		r := post("python", "big = 'x' * (100 << 10)\nfor i in range(1200):\n    await tools.echo({'i': i, 'big': big})\nreturn 'done'")
-		var sub, dropped int
-		var size int
-		for _, e := range r.Events {
-			b, _ := json.Marshal(e)
-			size += len(b)
-			switch e["type"] {
-			case "tool/code-dispatch":
-				sub++
-				if e["argumentsTruncated"] != true || e["arguments"] != nil || len(e["argumentsPreview"].(string)) > 4<<10+8 {
-					t.Fatalf("a 100 KiB argument in an event: %.200v", e)
-				}
-			case "tool/code-dispatch-dropped":
-				dropped = int(e["dropped"].(float64))
+	for _, lang := range langs {
+		t.Run("tool output is capped/"+string(lang), func(t *testing.T) {
+			code := map[backend.Language]string{
+				backend.TypeScript: `const out = await tools.flood({}); return {len: out.length, tail: out.slice(-120)}`,
+				backend.Python:     "out = await tools.flood({})\nreturn {'len': len(out), 'tail': out[-120:]}",
+			}[lang]
+			r := post(string(lang), code)
+			var v struct {
+				Len  int
+				Tail string
 			}
-		}
-		if r.Error != nil || sub+dropped != 1200 || size > 1<<20+4<<10 {
-			t.Fatalf("%+v: %d events, %d dropped, %d bytes", r.Error, sub, dropped, size)
-		}
-		bound(t, "1200 calls with 100 KiB arguments: %d events (%d KiB), %d counted as dropped", sub, size>>10, dropped)
-	})
+			json.Unmarshal(r.Value, &v)
+			if r.Error != nil || v.Len > 1<<20+200 || !strings.Contains(v.Tail, "output truncated: the tool printed 104857601 bytes, the cap is 1048576") {
+				t.Fatalf("%+v %+v", r.Error, v)
+			}
+			bound(t, "100 MB of tool stdout reached the program as %d characters ending %q", v.Len, v.Tail[len(v.Tail)-80:])
+		})
+
+		t.Run("events are bounded/"+string(lang), func(t *testing.T) {
+			code := map[backend.Language]string{
+				backend.TypeScript: "const big = \"x\".repeat(20 << 10);\nfor (let i = 0; i < 1100; i++) await tools.echo({i, big});\nreturn \"done\"",
+				backend.Python:     "big = 'x' * (20 << 10)\nfor i in range(1100):\n    await tools.echo({'i': i, 'big': big})\nreturn 'done'",
+			}[lang]
+			r := post(string(lang), code)
+			var sub, dropped int
+			var size int
+			for _, e := range r.Events {
+				b, _ := json.Marshal(e)
+				size += len(b)
+				switch e["type"] {
+				case "tool/code-dispatch":
+					sub++
+					if e["argumentsTruncated"] != true || e["arguments"] != nil || len(e["argumentsPreview"].(string)) > 4<<10+8 {
+						t.Fatalf("a 20 KiB argument in an event: %.200v", e)
+					}
+				case "tool/code-dispatch-dropped":
+					dropped = int(e["dropped"].(float64))
+				}
+			}
+			if r.Error != nil || sub+dropped != 1100 || size > 1<<20+4<<10 {
+				t.Fatalf("%+v: %d events, %d dropped, %d bytes", r.Error, sub, dropped, size)
+			}
+			bound(t, "1100 calls with 20 KiB arguments: %d events (%d KiB), %d counted as dropped", sub, size>>10, dropped)
+		})
+	}
 
 	t.Run("tool processes do not outlive the call", func(t *testing.T) {
 		r := post("typescript", `try { await tools.orphan({}); return "returned" } catch (e) { return String(e) }`)
