@@ -5,8 +5,10 @@
 // once, and reports what it returned and logged. It knows nothing about
 // tools: the registry turns tools into BindingFuncs before calling Run.
 // Every outcome of the program itself — success, a thrown exception, a
-// budget expiring, cancellation, the sandbox dying — is a RunResult whose
-// Error field says which; Run returns a Go error only for caller misuse.
+// program that did not parse, a budget expiring, cancellation, the sandbox
+// dying — is a RunResult whose Error field says which. Run returns a Go
+// error only for caller misuse and when the substrate cannot provide a
+// sandbox at all; see Runtime.Run for the classes.
 //
 // This package holds types only and imports nothing but the standard library.
 package backend
@@ -14,7 +16,6 @@ package backend
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -60,8 +61,20 @@ type Runtime interface {
 	// Isolation describes the sandbox boundary.
 	Isolation() Isolation
 	// Run executes req.Program. Cancelling ctx aborts the run; the result
-	// then has Error.Kind == FailureAbort. The error return is reserved for
-	// caller misuse (see ErrInvalidRequest, ErrClosed).
+	// then has Error.Kind == FailureAbort.
+	//
+	// The error return is for what kept the program from running at all,
+	// classed so github.com/containerd/errdefs' IsXxx functions (and an
+	// HTTP server's status codes) can tell the cases apart without
+	// importing the implementation:
+	//   - caller misuse: ErrInvalidRequest (errdefs.IsInvalidArgument);
+	//   - a closed runtime: ErrClosed (errdefs.IsUnavailable);
+	//   - no sandbox could be provided: the substrate unreachable
+	//     (IsUnavailable), its image missing (IsNotFound), a runtime that
+	//     does not match its image (IsFailedPrecondition), admission full
+	//     (IsResourceExhausted).
+	// An implementation classes its errors with marker methods (as
+	// ErrInvalidRequest does) or by wrapping errdefs' sentinels.
 	Run(ctx context.Context, req RunRequest) (RunResult, error)
 	// Close stops in-flight runs, waits for them to be torn down and
 	// releases the runtime's resources. Run after Close returns ErrClosed.
@@ -69,10 +82,26 @@ type Runtime interface {
 }
 
 // Misuse errors returned by Run. Implementations wrap them with detail.
+// Each carries an errdefs marker method: ErrInvalidRequest satisfies
+// errdefs.IsInvalidArgument, ErrClosed errdefs.IsUnavailable.
 var (
-	ErrInvalidRequest = errors.New("invalid run request")
-	ErrClosed         = errors.New("runtime is closed")
+	ErrInvalidRequest error = invalidRequestError{}
+	ErrClosed         error = closedError{}
 )
+
+type invalidRequestError struct{}
+
+func (invalidRequestError) Error() string { return "invalid run request" }
+
+// InvalidParameter is errdefs' marker for its ErrInvalidArgument class.
+func (invalidRequestError) InvalidParameter() {}
+
+type closedError struct{}
+
+func (closedError) Error() string { return "runtime is closed" }
+
+// Unavailable is errdefs' marker for its ErrUnavailable class.
+func (closedError) Unavailable() {}
 
 // RunRequest holds every input of one run. Cancellation is the context
 // passed to Run.

@@ -36,48 +36,9 @@ type RunRequest struct {
 // tool/code-dispatch events.
 type RunResponse struct {
 	ID string `json:"id"`
-	Report
+	backend.Report
 	Events []registry.Event `json:"events"`
 }
-
-// Report is a run's outcome as JSON: what `dsh-container run --json`
-// prints, and the body of a run response.
-type Report struct {
-	Value          json.RawMessage    `json:"value"`
-	ValueKind      string             `json:"valueKind,omitempty"`
-	Logs           []backend.LogEntry `json:"logs"`
-	Error          *backend.Failure   `json:"error"`
-	LogsTruncated  bool               `json:"logsTruncated"`
-	ValueTruncated bool               `json:"valueTruncated"`
-	Stats          Stats              `json:"stats"`
-}
-
-// NewReport renders a run result; value and logs are never null.
-func NewReport(cr *backend.RunResult) Report {
-	r := Report{
-		Value: cr.Value, ValueKind: string(cr.ValueKind), Logs: cr.Logs, Error: cr.Error,
-		LogsTruncated: cr.LogsTruncated, ValueTruncated: cr.ValueTruncated,
-		Stats: Stats{WallMs: ms(cr.Stats.Wall), CPUMs: ms(cr.Stats.CPU), StartupMs: ms(cr.Stats.Startup), Calls: cr.Stats.Calls},
-	}
-	if r.Value == nil {
-		r.Value = json.RawMessage("null")
-	}
-	if r.Logs == nil {
-		r.Logs = []backend.LogEntry{}
-	}
-	return r
-}
-
-// Stats are a run's measurements in milliseconds, as `run --json` prints
-// them.
-type Stats struct {
-	WallMs    float64 `json:"wallMs"`
-	CPUMs     float64 `json:"cpuMs"`
-	StartupMs float64 `json:"startupMs"`
-	Calls     int     `json:"calls"`
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func newCallID() string {
 	var b [8]byte
@@ -200,7 +161,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	cr := res.CodeRun
 	s.metrics.observeRun(lang, cr)
 	mu.Lock()
-	out := RunResponse{ID: id, Report: NewReport(cr), Events: events}
+	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events}
 	mu.Unlock()
 	s.log.Info("run", "call_id", id, "language", string(lang), "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -205,10 +204,9 @@ func statusFor(err error) int {
 	switch {
 	case errdefs.IsResourceExhausted(err):
 		return http.StatusTooManyRequests
-	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errors.Is(err, backend.ErrClosed),
-		errdefs.IsFailedPrecondition(err):
+	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errdefs.IsFailedPrecondition(err):
 		return http.StatusServiceUnavailable
-	case errdefs.IsInvalidArgument(err), errors.Is(err, backend.ErrInvalidRequest):
+	case errdefs.IsInvalidArgument(err):
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

@@ -19,7 +19,6 @@ import (
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/registry"
-	"github.com/dsh-container/dsh-container/server"
 )
 
 type runOptions struct {
@@ -236,7 +235,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 
 func report(f *factory, asJSON bool, r *backend.RunResult) error {
 	if asJSON {
-		out := server.NewReport(r)
+		out := backend.NewReport(r)
 		enc := json.NewEncoder(f.stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out); err != nil {
