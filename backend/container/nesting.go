@@ -19,9 +19,11 @@ func (e *nestingError) Error() string {
 		e.line, e.col, MaxNesting)
 }
 
-// checkNesting estimates, without parsing, the deepest recursion a
-// JavaScript/TypeScript parser reaches on src, and reports the first place
-// where the estimate passes MaxNesting.
+// checkProgram checks a TypeScript program before the type-strip sees it:
+// it estimates, without parsing, the deepest recursion a parser reaches on
+// src and reports the first place where the estimate passes MaxNesting
+// (a *nestingError), and it reports the first construct that is not
+// erasable TypeScript (an *erasableError, see erasable.go).
 //
 // The estimate follows the constructs a recursive-descent parser recurses
 // on, not only brackets: every open ( [ { and ${ is a level; inside a level,
@@ -38,7 +40,7 @@ func (e *nestingError) Error() string {
 // that costs nothing. It may also under-count a construct it does not know
 // (a deeply nested type, say); the type-strip's own stack and memory limits
 // (see stripper) remain the backstop for those.
-func checkNesting(src string) error {
+func checkProgram(src string) error {
 	s := nestScan{src: src, line: 1, levels: []nestLevel{{}}}
 	s.run()
 	return s.err
@@ -64,6 +66,9 @@ type nestScan struct {
 	operand bool
 	newline bool // a line break since the last token
 	err     error
+	// erasable watches the tokens for TypeScript that is more than
+	// types (erasable.go).
+	erasable erasableCheck
 }
 
 func (s *nestScan) top() *nestLevel { return &s.levels[len(s.levels)-1] }
@@ -126,6 +131,16 @@ func (s *nestScan) startToken(continues bool) {
 	s.newline = false
 }
 
+// token reports one significant token to the erasable check: a word, a
+// punctuator or bracket, or a literal (given as `"` or "0").
+func (s *nestScan) token(text string, at int) {
+	if s.err == nil {
+		if err := s.erasable.token(text, s.line, at-s.lineAt+1); err != nil {
+			s.err = err
+		}
+	}
+}
+
 func (s *nestScan) lineBreak(at int) {
 	s.line++
 	s.lineAt = at + 1
@@ -158,6 +173,7 @@ func (s *nestScan) run() {
 			s.i += 2
 		case c == '"' || c == '\'':
 			s.startToken(false)
+			s.token(`"`, i)
 			s.i = skipQuoted(src, i, c)
 			s.endOperand()
 		case c == '`' || c == '}' && s.top().close == '`':
@@ -188,6 +204,7 @@ func (s *nestScan) run() {
 			s.endOperand()
 		case c == '(' || c == '[' || c == '{':
 			s.startToken(c != '{')
+			s.token(src[i:i+1], i)
 			s.i++
 			switch c {
 			case '(':
@@ -199,6 +216,7 @@ func (s *nestScan) run() {
 			}
 		case c == ')' || c == ']' || c == '}':
 			s.startToken(true)
+			s.token(src[i:i+1], i)
 			if len(s.levels) > 1 && s.top().close == c {
 				s.pop()
 			}
@@ -206,6 +224,7 @@ func (s *nestScan) run() {
 			s.i++
 		case c == ',' || c == ';':
 			s.startToken(true)
+			s.token(src[i:i+1], i)
 			s.reset()
 			s.operand = false
 			s.i++
@@ -215,6 +234,7 @@ func (s *nestScan) run() {
 				j++
 			}
 			s.i = j
+			s.token(src[i:j], i)
 			switch word := src[i:j]; word {
 			case "typeof", "void", "delete", "await", "new", "yield":
 				s.startToken(false)
@@ -234,6 +254,7 @@ func (s *nestScan) run() {
 			}
 		case c >= '0' && c <= '9' || c == '.' && i+1 < n && src[i+1] >= '0' && src[i+1] <= '9':
 			s.startToken(false)
+			s.token("0", i)
 			for s.i < n && (isIdentPart(src[s.i]) || src[s.i] == '.') {
 				s.i++
 			}
@@ -246,6 +267,7 @@ func (s *nestScan) run() {
 		default:
 			op := punctuator(src[i:])
 			s.startToken(op != "!" && op != "~")
+			s.token(op, i)
 			s.i += len(op)
 			switch op {
 			case "!", "~", "...":

@@ -41,7 +41,7 @@ func deepPrograms(n int) map[string]string {
 
 func TestCheckNestingRejectsEveryRecursiveConstruct(t *testing.T) {
 	for name, src := range deepPrograms(MaxNesting + 8) {
-		err := checkNesting(src)
+		err := checkProgram(src)
 		var ne *nestingError
 		if !errors.As(err, &ne) {
 			t.Errorf("%s: not rejected (%v)", name, err)
@@ -55,7 +55,7 @@ func TestCheckNestingRejectsEveryRecursiveConstruct(t *testing.T) {
 
 func TestCheckNestingAcceptsModerateNesting(t *testing.T) {
 	for name, src := range deepPrograms(MaxNesting / 4) {
-		if err := checkNesting(src); err != nil {
+		if err := checkProgram(src); err != nil {
 			t.Errorf("%s at depth %d: %v", name, MaxNesting/4, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestCheckNestingAcceptsLongFlatPrograms(t *testing.T) {
 		"functions and classes":         "class A { #x = 1; static y = 2; m(a = 1, ...rest: number[]) { return this.#x + a } }\nfunction f<T>(x: T): T { return x }\nreturn new A().m() + f(2)",
 		"postfix then line break":       "let i = 0\ni++\n!i\n" + strings.Repeat("i = i + 1\n", 2000),
 	} {
-		if err := checkNesting(src); err != nil {
+		if err := checkProgram(src); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -110,7 +110,7 @@ func TestCheckNestingAcceptsTheRepositorysPrograms(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := checkNesting(string(data)); err != nil {
+		if err := checkProgram(string(data)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -119,7 +119,7 @@ func TestCheckNestingAcceptsTheRepositorysPrograms(t *testing.T) {
 func TestCheckNestingNamesThePlace(t *testing.T) {
 	src := "const a = 1\nconst b = 2\nreturn " + strings.Repeat("(", MaxNesting+1) + "1" + strings.Repeat(")", MaxNesting+1)
 	var ne *nestingError
-	if err := checkNesting(src); !errors.As(err, &ne) || ne.line != 3 || ne.col != len("return ")+MaxNesting+1 {
+	if err := checkProgram(src); !errors.As(err, &ne) || ne.line != 3 || ne.col != len("return ")+MaxNesting+1 {
 		t.Fatalf("got %v (%+v)", err, ne)
 	}
 }
@@ -130,7 +130,7 @@ func BenchmarkCheckNesting(b *testing.B) {
 	src := strings.Repeat("const f = (x) => x + 1; let y = !a && b ? c : `${d}`;\n", (256<<10)/56)
 	b.SetBytes(int64(len(src)))
 	for i := 0; i < b.N; i++ {
-		if err := checkNesting(src); err != nil {
+		if err := checkProgram(src); err != nil {
 			b.Fatal(err)
 		}
 	}

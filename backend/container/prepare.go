@@ -44,7 +44,7 @@ func prepare(ctx context.Context, lang backend.Language, src string, s *stripper
 	if lang != backend.TypeScript {
 		return prepared{program: src}, nil, nil
 	}
-	if err := checkNesting(src); err != nil {
+	if err := checkProgram(src); err != nil {
 		return prepared{}, &backend.Failure{Kind: backend.FailureException, Message: "SyntaxError: " + ProgramFile(lang) + ":" + err.Error()}, nil
 	}
 	res, err := s.strip(ctx, src)

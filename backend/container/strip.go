@@ -33,7 +33,7 @@ import (
 // time limit. A program that makes a worker die or overrun is an exception
 // naming the limit, the worker is replaced, and the host is untouched.
 //
-// checkNesting rejects the known deep shapes first, with a precise
+// checkProgram rejects the known deep shapes first, with a precise
 // message; the worker's limits are the backstop for everything else.
 
 // Limits of a type-strip worker. They bound one program's preparation; a
