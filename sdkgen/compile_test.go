@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // compileImageEnv names the image TestGoldenCompile runs the compilers in.
@@ -46,9 +48,10 @@ func TestGoldenCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: runs the compilers in containers")
 	}
+	testenv.UsesDaemon(t)
 	image := os.Getenv(compileImageEnv)
 	if image == "" {
-		t.Skipf("%s is unset: set it to a Docker image with tsc and python3 to type-check the golden outputs (see compile_test.go)", compileImageEnv)
+		testenv.Missing(t, "%s is unset: set it to a Docker image with tsc and python3 to type-check the golden outputs (`make sdk-check-image` builds one, `make test` sets it; see compile_test.go)", compileImageEnv)
 	}
 	if _, err := exec.LookPath("docker"); err != nil {
 		t.Fatalf("%s is set but docker is not available: %v", compileImageEnv, err)
@@ -75,6 +78,24 @@ func TestGoldenCompile(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "ts-modules", name+".ts"), TypeScriptSource(tools)+"export {};\n")
 		writeFile(t, filepath.Join(dir, "py", "case_"+name+".py"), PythonSource(tools))
 		writeFile(t, filepath.Join(dir, "py", "case_"+name+".json"), string(mustJSON(t, pyExpectations(tools))))
+	}
+	// Unions of many members, each the argument type of one tool: written
+	// flat as Union[...], they compile whatever their length, where an
+	// `A | B` chain would not (CPython 3.13 gives up near 10,000 members,
+	// 3.9 near 5,000); check.py counts the alternatives CPython sees. The
+	// TypeScript ones join the combined run up to 5,000 members.
+	for _, u := range bigUnionCases() {
+		tools := []Tool{{Name: "pick", Description: u.name, InputSchema: json.RawMessage(u.schema)}}
+		name := "union_" + u.name
+		if u.want <= 5000 {
+			writeFile(t, filepath.Join(dir, "ts-modules", name+".ts"), TypeScriptSource(tools)+"export {};\n")
+		}
+		want := pyExpectations(tools)
+		e := want["methods"]["pick"]
+		e.Alternatives = &u.want
+		want["methods"]["pick"] = e
+		writeFile(t, filepath.Join(dir, "py", "case_"+name+".py"), PythonSource(tools))
+		writeFile(t, filepath.Join(dir, "py", "case_"+name+".json"), string(mustJSON(t, want)))
 	}
 	writeFile(t, filepath.Join(dir, "py", "check.py"), pyCheckScript)
 	writeCallChecks(t, filepath.Join(dir, "calls"), fixtures)
@@ -262,6 +283,28 @@ type pyExpectation struct {
 	Doc      *string  `json:"doc"`      // the docstring as written (compared after inspect.cleandoc)
 	Required []string `json:"required"` // nil: the argument is not a TypedDict
 	Optional []string `json:"optional"`
+	// Alternatives, when set, is how many alternatives the argument's
+	// union type has (typing.get_args).
+	Alternatives *int `json:"alternatives,omitempty"`
+}
+
+// bigUnion is a long union TestGoldenCompile checks, with the number of
+// distinct alternatives CPython must see.
+type bigUnion struct {
+	name   string
+	schema string
+	want   int
+}
+
+func bigUnionCases() []bigUnion {
+	return []bigUnion{
+		{"5000_to_5", duplicateUnion(5000), 5},
+		{"5000_records", distinctRecordUnion(5000), 5000},
+		{"5000_lists", distinctListUnion(5000), 5000},
+		{"5000_nested", nestedUnion(5000), 5000},
+		{"20000_lists", distinctListUnion(20000), 20000},
+		{"chains_15_deep", deepChains(15), maxChainedUnion},
+	}
 }
 
 // pyExpectations lists, per method of class Tools, its docstring and, when
@@ -332,6 +375,8 @@ def main(d):
                     problems.append("%s: args %r is not a TypedDict" % (m, args))
                 elif set(args.__required_keys__) != set(w["required"]) or set(args.__optional_keys__) != set(w["optional"]):
                     problems.append("%s: keys %r / %r, want %r / %r" % (m, sorted(args.__required_keys__), sorted(args.__optional_keys__), w["required"], w["optional"]))
+            if w.get("alternatives") is not None and len(typing.get_args(args)) != w["alternatives"]:
+                problems.append("%s: %d alternatives, want %d" % (m, len(typing.get_args(args)), w["alternatives"]))
             if f.__annotations__.get("return") is not str:
                 problems.append("%s: return annotation %r" % (m, f.__annotations__.get("return")))
         err = ns["ToolCallError"]

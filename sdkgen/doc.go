@@ -56,8 +56,13 @@
 // comment in its sorted place; an explicit `pass` when no method is
 // emitted; list/dict nesting capped at MaxListNesting so no line nears
 // CPython's 200-bracket limit; keys that cannot be class-body fields select
-// the functional TypedDict syntax. The stubs target CPython 3.11+
-// (NotRequired).
+// the functional TypedDict syntax. A union's alternatives are deduplicated
+// (literals merge into one Literal[...]) and written as an `A | B` chain,
+// or, past 100 distinct alternatives, as one flat `Union[A, B, ...]`:
+// CPython compiles a `|` chain recursively, one level per member, while a
+// subscript's elements sit side by side, so a union of any length
+// compiles; it is never truncated or degraded to Any for its length. The
+// stubs target CPython 3.11+ (NotRequired).
 //
 // Python identifiers are restricted to ASCII on purpose: a name with any
 // non-ASCII character is treated as a non-identifier (comment form, and
@@ -68,7 +73,7 @@
 // tool name is also listed as a comment when it is a keyword, starts with
 // "__" (dunder and mangled names would not be reachable as attributes), or
 // is one of the names the stub annotations evaluate inside class Tools
-// (Any, Literal, NotRequired, TypedDict, str, int, float, bool, list, dict):
-// a method of that name would shadow it. Such tools remain callable as
-// tools["name"](args).
+// (Any, Literal, NotRequired, TypedDict, Union, str, int, float, bool,
+// list, dict): a method of that name would shadow it. Such tools remain
+// callable as tools["name"](args).
 package sdkgen

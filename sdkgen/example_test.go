@@ -50,7 +50,7 @@ func ExampleTypeScriptSource() {
 func ExamplePythonSource() {
 	fmt.Print(sdkgen.PythonSource(exampleTools))
 	// Output:
-	// from typing import Any, Literal, NotRequired, TypedDict
+	// from typing import Any, Literal, NotRequired, TypedDict, Union
 	//
 	// class ToolCallError(Exception):
 	//     """Raised when a tool call fails; tool_name names the tool."""
@@ -120,7 +120,7 @@ func ExamplePythonPrompt() {
 	// The `tools` object:
 	//
 	// ```python
-	// from typing import Any, Literal, NotRequired, TypedDict
+	// from typing import Any, Literal, NotRequired, TypedDict, Union
 	//
 	// class ToolCallError(Exception):
 	//     """Raised when a tool call fails; tool_name names the tool."""
@@ -142,7 +142,7 @@ func ExampleRender() {
 	_, err := sdkgen.Render("ruby", sdkgen.FormatPrompt, nil)
 	fmt.Println(errors.Is(err, sdkgen.ErrUnknownLanguage), err)
 	// Output:
-	// python: "from typing import Any, Literal, NotRequired, TypedDict" <nil>
+	// python: "from typing import Any, Literal, NotRequired, TypedDict, Union" <nil>
 	// typescript: "declare const tools: {};" <nil>
 	// true sdkgen: unknown language "ruby" (known: python, typescript)
 }

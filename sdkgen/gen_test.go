@@ -12,7 +12,7 @@ import (
 var genPool = []string{
 	"a", "b", "path", "items", "__proto__", "constructor", "toString", "delete", "class", "my-key",
 	"a.b", "with space", `quote"d`, `back\slash`, "new\nline", "*/", "/*", "@param", "日本語", "café",
-	"", "1", "0x1", "None", "def", "str", "list", "Any", "Literal", "self", "__private", "__dunder__",
+	"", "1", "0x1", "None", "def", "str", "list", "Any", "Literal", "Union", "self", "__private", "__dunder__",
 	"_ok", "Tools", "ToolCallError", "run_code", "tab\there", "\u2028", "nul\x00", "bad\xffutf8",
 	"```", `"""`, `ends with "`, "emoji😀", "\u202eevil", strings.Repeat("long", 40),
 	"type", "match", "case", "_", "__total__", "__annotations__", "__required_keys__", "__class__",

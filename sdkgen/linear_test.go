@@ -60,6 +60,9 @@ var bigInputs = map[string]func(n int) []Tool{
 		b.WriteString(`]}`)
 		return schemaTool(b.String())
 	},
+	"wide duplicate union": func(n int) []Tool { return schemaTool(duplicateUnion(n)) },
+	"wide distinct union":  func(n int) []Tool { return schemaTool(distinctListUnion(n)) },
+	"nested wide union":    func(n int) []Tool { return schemaTool(nestedUnion(n)) },
 	"many tools": func(n int) []Tool {
 		tools := make([]Tool, n)
 		for i := range tools {

@@ -12,11 +12,18 @@ import (
 // (MaxDepth bounds the rest, and object shapes start a class of their own).
 const MaxListNesting = 16
 
-// maxUnionMembers caps the alternatives of one Python union before it
-// degrades to Any: CPython compiles A | B | ... as a left-nested chain whose
-// compilation recurses once per member. Literal members do not count; they
-// merge into one flat Literal[...].
-const maxUnionMembers = 100
+// maxChainedUnion caps the alternatives of a union written as an
+// `A | B | ...` chain; a union with more distinct alternatives is written
+// flat, as one `Union[A, B, ...]`. Nothing is dropped or degraded to Any
+// for the count. CPython parses a `|` chain as a left-nested BinOp spine
+// that its compiler walks recursively, one level per member (seed 004
+// measured RecursionError at 5,000 members on 3.9; 3.13 fails near
+// 10,000), while the elements of a subscript sit side by side. Short
+// chains read best, and chains of at most 100 stay far below those limits
+// even nested through MaxListNesting subscripts, each with its deepest
+// operand holding the next (TestGoldenCompile checks 15 such levels).
+// Literal members count as one: they merge into one flat Literal[...].
+const maxChainedUnion = 100
 
 // maxClassName caps the length of a derived class name before the suffix
 // that makes it unique, so nested names cannot grow with depth.
@@ -40,7 +47,7 @@ const pyInstructions = "The tools below are available to programs you run with t
 	"The `tools` object:\n" +
 	"\n"
 
-const pyHeader = `from typing import Any, Literal, NotRequired, TypedDict
+const pyHeader = `from typing import Any, Literal, NotRequired, TypedDict, Union
 
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
@@ -58,13 +65,13 @@ var pyKeywords = setOf("False", "None", "True", "and", "as", "assert", "async", 
 // pyAnnotationNames are the names the stubs evaluate inside class Tools (in
 // its annotations): a method with one of these names would shadow it for the
 // methods after it, so such a tool is listed as a comment instead.
-var pyAnnotationNames = setOf("Any", "Literal", "NotRequired", "TypedDict",
+var pyAnnotationNames = setOf("Any", "Literal", "NotRequired", "TypedDict", "Union",
 	"str", "int", "float", "bool", "list", "dict")
 
 // pyReservedClassNames are names a derived class name never takes: the
 // module's own names and every builtin that starts with an upper-case
 // letter (derived names always do).
-var pyReservedClassNames = setOf("Any", "Literal", "NotRequired", "TypedDict", "Tools", "ToolCallError",
+var pyReservedClassNames = setOf("Any", "Literal", "NotRequired", "TypedDict", "Union", "Tools", "ToolCallError",
 	"ArithmeticError", "AssertionError", "AttributeError", "BaseException", "BaseExceptionGroup",
 	"BlockingIOError", "BrokenPipeError", "BufferError", "BytesWarning", "ChildProcessError",
 	"ConnectionAbortedError", "ConnectionError", "ConnectionRefusedError", "ConnectionResetError",
@@ -277,23 +284,18 @@ func (m *pyModule) typ(s *shape, path string, nest int) string {
 
 // union renders alternatives: literals merge into one Literal[...] at the
 // place of the first, a literal number that is not an integer widens to
-// float, duplicates are dropped.
+// float, duplicates are dropped. The distinct alternatives are written as
+// an `A | B` chain, or, past maxChainedUnion of them, as one flat
+// Union[...]: never truncated, never Any for their number.
 func (m *pyModule) union(members []*shape, path string, nest int) string {
-	records, others := 0, 0
+	records := 0
 	for _, s := range members {
 		switch {
-		case s.kind == kLiteral:
 		case s.kind == kObject && len(s.fields) > 0:
 			records++
-			others++
 		case nest >= MaxListNesting && (s.kind == kArray || s.kind == kObject):
 			return "Any" // decide before any class is emitted
-		default:
-			others++
 		}
-	}
-	if others > maxUnionMembers {
-		return "Any"
 	}
 	var parts, lits []string
 	litAt := -1
@@ -338,6 +340,9 @@ func (m *pyModule) union(members []*shape, path string, nest int) string {
 	}
 	if litAt >= 0 {
 		parts[litAt] = "Literal[" + strings.Join(lits, ", ") + "]"
+	}
+	if len(parts) > maxChainedUnion {
+		return "Union[" + strings.Join(parts, ", ") + "]"
 	}
 	return strings.Join(parts, " | ")
 }

@@ -204,7 +204,7 @@ func TestPyMethodName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"read_file": true, "_private": true, "match": true, "type": true, "self": true, "Tools": true,
 		"class": false, "None": false, "async": false, "__init__": false, "__x": false,
-		"my-tool": false, "café": false, "": false, "1st": false, "str": false, "list": false, "Any": false,
+		"my-tool": false, "café": false, "": false, "1st": false, "str": false, "list": false, "Any": false, "Union": false,
 	} {
 		if got := pyMethodName(name); got != want {
 			t.Errorf("pyMethodName(%q) = %v, want %v", name, got, want)

@@ -1,4 +1,4 @@
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
@@ -40,6 +40,9 @@ class Tools:
     async def Tools(self, args: dict[str, Any]) -> str:
         """Tool named "Tools"."""
         ...
+
+    # tools["Union"](args: dict[str, Any]) -> str
+    #     Tool named "Union".
 
     async def _(self, args: dict[str, Any]) -> str:
         """Tool named "_"."""

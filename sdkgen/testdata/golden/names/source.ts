@@ -19,6 +19,8 @@ declare const tools: {
   "ToolCallError": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "Tools". */
   "Tools": (args: { [key: string]: unknown }) => Promise<string>;
+  /** Tool named "Union". */
+  "Union": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "_". */
   "_": (args: { [key: string]: unknown }) => Promise<string>;
   /** Tool named "__init__". */

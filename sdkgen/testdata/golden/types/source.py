@@ -1,4 +1,4 @@
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 class ToolCallError(Exception):
     """Raised when a tool call fails; tool_name names the tool."""
