@@ -1,10 +1,13 @@
 // Package e2e tests dsh-container against a real Docker daemon and the
-// real runner images. Nothing here is faked: a missing daemon or image
-// fails the suite (it never skips), with the command that fixes it.
+// real runner images. Nothing here is faked. Without the daemon or an image
+// the suite runs only TestEnvironment, which skips naming the fix, or fails
+// under DSH_TEST_DAEMON=require (CI and `make test` set it; see
+// internal/testenv).
 package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +22,7 @@ import (
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/docker"
 	"github.com/dsh-container/dsh-container/images"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 var (
@@ -26,32 +30,72 @@ var (
 	cli *client.Client
 	// owner labels this test process's containers.
 	owner string
+	// unavailable is what the suite needs and the machine lacks, with the
+	// fix; nil when everything is there.
+	unavailable error
 )
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	var err error
-	drv, err = docker.New(ctx)
-	if err != nil {
-		cancel()
-		fmt.Fprintf(os.Stderr, "e2e: FAIL: %v\n", err)
-		os.Exit(1)
+	drv, unavailable = connect()
+	if unavailable != nil {
+		if err := testenv.RunOnly("TestEnvironment"); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+			os.Exit(2)
+		}
+		os.Exit(m.Run())
 	}
 	cli = drv.Client()
-	for _, im := range images.Runners {
-		ok, err := images.Exists(ctx, cli, im.DefaultTag())
-		if err != nil || !ok {
-			cancel()
-			fmt.Fprintf(os.Stderr, "e2e: FAIL: runner image %s missing (%v); run `make images`\n", im.DefaultTag(), err)
-			os.Exit(1)
-		}
-	}
-	cancel()
 	host, _ := os.Hostname()
 	owner = fmt.Sprintf("%s/e2e-%d", host, os.Getpid())
 	code := m.Run()
 	drv.Close()
 	os.Exit(code)
+}
+
+// connect reaches the daemon and checks every runner image is there.
+func connect() (*docker.Driver, error) {
+	mode, err := testenv.CurrentMode()
+	if err != nil {
+		return nil, err
+	}
+	if mode == testenv.Off {
+		return nil, fmt.Errorf("%s=%s: the e2e suite needs the Docker daemon", testenv.Var, testenv.Off)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := docker.New(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var missing []error
+	for _, im := range images.Runners {
+		ok, err := images.Exists(ctx, d.Client(), im.DefaultTag())
+		switch {
+		case err != nil:
+			missing = append(missing, fmt.Errorf("runner image %s: %w", im.DefaultTag(), err))
+		case !ok:
+			missing = append(missing, images.ErrMissing(im.DefaultTag()))
+		}
+	}
+	if len(missing) > 0 {
+		d.Close()
+		return nil, errors.Join(missing...)
+	}
+	return d, nil
+}
+
+// TestEnvironment says whether the suite has what it needs. When it does
+// not, TestMain runs only this test, which reports the problem: a skip, or
+// under DSH_TEST_DAEMON=require a failure.
+func TestEnvironment(t *testing.T) {
+	if unavailable != nil {
+		testenv.Missing(t, "e2e: %v", unavailable)
+	}
+	v, err := cli.ServerVersion(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Docker %s (API %s), runner images present", v.Version, v.APIVersion)
 }
 
 // langs are the languages every conformance scenario runs in.
