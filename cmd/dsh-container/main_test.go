@@ -4,17 +4,25 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	dcontainer "github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/events"
 	"github.com/docker/docker/api/types/filters"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/docker"
+	"github.com/dsh-container/dsh-container/images"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 type result struct {
@@ -42,19 +50,114 @@ func write(t *testing.T, name, content string) string {
 	return p
 }
 
-// managedContainers counts containers carrying the managed label.
-func managedContainers(t *testing.T) int {
+// daemon is this test process's connection to the Docker daemon, made
+// once.
+var daemon = sync.OnceValues(func() (*docker.Driver, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return docker.New(ctx)
+})
+
+// requireDaemon returns the Docker daemon, or skips t naming the fix (a
+// failure under DSH_TEST_DAEMON=require; see internal/testenv).
+func requireDaemon(t *testing.T) *docker.Driver {
 	t.Helper()
-	d, err := docker.New(context.Background())
+	testenv.UsesDaemon(t)
+	d, err := daemon()
 	if err != nil {
-		t.Fatalf("the Docker daemon is required: %v", err)
+		testenv.Missing(t, "%v", err)
 	}
-	defer d.Close()
-	list, err := d.Client().ContainerList(context.Background(), dcontainer.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", container.LabelManaged+"=true"))})
+	return d
+}
+
+// requireRunners is requireDaemon plus the runner images of langs, and
+// checks that t's runs leave no container behind.
+func requireRunners(t *testing.T, langs ...backend.Language) {
+	t.Helper()
+	d := requireDaemon(t)
+	for _, l := range langs {
+		tag, err := defaultImageFor(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := images.Exists(context.Background(), d.Client(), tag)
+		if err != nil {
+			t.Fatalf("runner image %s: %v", tag, err)
+		}
+		if !ok {
+			testenv.Missing(t, "%v", images.ErrMissing(tag))
+		}
+	}
+	checkOwnContainers(t, d, true)
+}
+
+// cliOwner is the owner label the CLI puts on its containers:
+// backend/container's default, "<hostname>/<pid>/<start>" of the process
+// (/proc/<pid>/stat field 22). The tests run the CLI in-process, so it is
+// this process's.
+var cliOwner = sync.OnceValues(func() (string, error) {
+	data, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return "", err
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 20 {
+		return "", fmt.Errorf("/proc/self/stat: %q", s)
+	}
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), fields[19]), nil
+})
+
+// checkOwnContainers registers the leak check of t: when t ends, no
+// container of this process's CLI runs may be left, and t's runs created
+// some (wantRuns) or none. Only this process's containers count: other
+// processes on the daemon come and go as they like.
+func checkOwnContainers(t *testing.T, d *docker.Driver, wantRuns bool) {
+	t.Helper()
+	owner, err := cliOwner()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(list)
+	label := filters.Arg("label", container.LabelOwner+"="+owner)
+	since := time.Now()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		left, err := d.Client().ContainerList(ctx, dcontainer.ListOptions{All: true, Filters: filters.NewArgs(label)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range left {
+			t.Errorf("left container %.12s %v (owner %s)", c.ID, c.Names, owner)
+			d.Client().ContainerRemove(ctx, c.ID, dcontainer.RemoveOptions{Force: true})
+		}
+		// The daemon's event log says what this process created meanwhile.
+		msgs, errs := d.Client().Events(ctx, events.ListOptions{
+			Since:   fmt.Sprintf("%d.%09d", since.Unix(), since.Nanosecond()),
+			Until:   fmt.Sprintf("%d.%09d", time.Now().Unix(), time.Now().Nanosecond()),
+			Filters: filters.NewArgs(label, filters.Arg("type", string(events.ContainerEventType)), filters.Arg("event", string(events.ActionCreate))),
+		})
+		created := 0
+	read:
+		for {
+			select {
+			case <-msgs:
+				created++
+			case err := <-errs:
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("daemon events: %v", err)
+				}
+				break read
+			}
+		}
+		switch {
+		case wantRuns && created == 0:
+			t.Errorf("no container with owner label %q was created: the CLI's owner label is not what cliOwner says, so this leak check sees nothing", owner)
+		case !wantRuns && created != 0:
+			t.Errorf("created %d container(s), want none", created)
+		}
+	})
 }
 
 // Bad input: one clear line naming the fix, exit status 2, nothing left.
@@ -63,7 +166,13 @@ func TestBadInput(t *testing.T) {
 	badManifest := write(t, "tools.json", `{"tools": [{"name": "x"`)
 	reserved := write(t, "tools.json", `{"tools": [{"name": "run_code", "command": ["/bin/true"]}]}`)
 	noCommand := write(t, "tools.json", `{"tools": [{"name": "x"}]}`)
-	before := managedContainers(t)
+	// None of it may create a container. Without a daemon none can be, and
+	// the one case that needs the daemon reports it missing.
+	if mode, _ := testenv.CurrentMode(); mode != testenv.Off {
+		if d, err := daemon(); err == nil {
+			checkOwnContainers(t, d, false)
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		mod  func(*factory)
@@ -97,29 +206,37 @@ func TestBadInput(t *testing.T) {
 				return docker.New(ctx)
 			}
 		}, []string{"run", prog}, "cannot reach the Docker daemon"},
-		{"missing image", func(f *factory) {
-			f.imageFor = func(backend.Language) (string, error) { return "dsh-container/ts-runner:does-not-exist", nil }
-		}, []string{"run", prog}, "images build"},
 		{"sdk without tools", nil, []string{"sdk"}, "--tools FILE is required"},
 		{"sdk bad format", nil, []string{"sdk", "--format", "html", "--tools", noCommand}, "--format"},
 		{"sdk reserved name", nil, []string{"sdk", "--tools", reserved}, "reserved"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := runCLI(t, "", tc.mod, tc.args...)
-			if r.code != exitUsage {
-				t.Fatalf("exit %d, want 2; stderr %q", r.code, r.stderr)
-			}
-			if lines := strings.Count(strings.TrimRight(r.stderr, "\n"), "\n"); lines != 0 || !strings.Contains(r.stderr, tc.want) {
-				t.Fatalf("stderr %q: want one line containing %q", r.stderr, tc.want)
-			}
+			wantUsage(t, runCLI(t, "", tc.mod, tc.args...), tc.want)
 		})
 	}
-	if after := managedContainers(t); after != before {
-		t.Fatalf("bad input left containers: %d before, %d after", before, after)
+	// Only the daemon can say an image is missing.
+	t.Run("missing image", func(t *testing.T) {
+		requireDaemon(t)
+		wantUsage(t, runCLI(t, "", func(f *factory) {
+			f.imageFor = func(backend.Language) (string, error) { return "dsh-container/ts-runner:does-not-exist", nil }
+		}, "run", prog), "images build")
+	})
+}
+
+// wantUsage checks r is a usage error: exit status 2 and one line on
+// stderr containing want.
+func wantUsage(t *testing.T, r result, want string) {
+	t.Helper()
+	if r.code != exitUsage {
+		t.Fatalf("exit %d, want 2; stderr %q", r.code, r.stderr)
+	}
+	if lines := strings.Count(strings.TrimRight(r.stderr, "\n"), "\n"); lines != 0 || !strings.Contains(r.stderr, want) {
+		t.Fatalf("stderr %q: want one line containing %q", r.stderr, want)
 	}
 }
 
 func TestRunJSON(t *testing.T) {
+	requireRunners(t, backend.TypeScript)
 	manifest := write(t, "tools.json", `{"tools":[{"name":"shout","inputSchema":{"type":"object"},"command":["/bin/sh","-c","tr a-z A-Z"]}]}`)
 	prog := write(t, "p.ts", `console.log("x"); return await tools.shout({ word: "hi" })`)
 	r := runCLI(t, "", nil, "run", "--json", "--tools", manifest, prog)
@@ -140,6 +257,7 @@ func TestRunJSON(t *testing.T) {
 }
 
 func TestRunProgramFailureExitsOne(t *testing.T) {
+	requireRunners(t, backend.Python)
 	r := runCLI(t, "raise ValueError('nope')\n", nil, "run", "--lang", "python", "-")
 	if r.code != exitProgram || !strings.Contains(r.stderr, "error (exception)") || !strings.Contains(r.stderr, "nope") {
 		t.Fatalf("exit %d stderr %q", r.code, r.stderr)
@@ -147,6 +265,7 @@ func TestRunProgramFailureExitsOne(t *testing.T) {
 }
 
 func TestRunEvents(t *testing.T) {
+	requireRunners(t, backend.TypeScript)
 	manifest := write(t, "tools.json", `{"tools":[{"name":"cat","command":["/bin/cat"]}]}`)
 	r := runCLI(t, `await tools.cat({a: 1}); await tools.cat({a: 2})`, nil, "run", "--events", "--tools", manifest, "-")
 	if r.code != exitOK {
