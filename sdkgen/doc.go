@@ -76,4 +76,10 @@
 // (Any, Literal, NotRequired, TypedDict, Union, str, int, float, bool,
 // list, dict): a method of that name would shadow it. Such tools remain
 // callable as tools["name"](args).
+//
+// The Python instructions state the runtime contract of seed 004: the
+// stubs are for reading only; when the program runs, the only names bound
+// besides Python's builtins and its own imports are tools and
+// ToolCallError, so the declared TypedDict classes (and class Tools) do not
+// exist, and arguments are plain dict and list values.
 package sdkgen

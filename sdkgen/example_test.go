@@ -111,8 +111,8 @@ func ExamplePythonPrompt() {
 	// How to write the program:
 	// - Write the body of an async function in Python 3. Top-level `await` and `return` work.
 	// - Call a tool with `await tools.name(args)` for a method declared below, or with `await tools["name"](args)` for any tool; a tool listed only as a comment must be called the second way. A call returns the tool's text output as a `str`.
-	// - The declarations below are static stubs, for reading only: none of their classes exists when the program runs. Pass arguments as plain `dict` and `list` values, such as `{"path": "notes.txt"}`; do not construct the `...Args` classes.
-	// - Apart from Python's builtins and the modules you import, the only names bound are `tools` and `ToolCallError`.
+	// - The declarations below are static stubs, for reading only. When the program runs, the only names bound apart from Python's builtins and the modules you import are `tools` and `ToolCallError`: the other classes declared below (`Tools` and the `TypedDict` classes, such as the `...Args` ones) do not exist, nor do the `typing` names unless you import them.
+	// - Pass arguments as plain `dict` and `list` values, such as `{"path": "notes.txt"}`; do not construct the `TypedDict` classes.
 	// - A failed tool call raises `ToolCallError`, whose `tool_name` attribute names the tool. Catch it with `try`/`except` when the program should go on after a failure.
 	// - Tool calls run one at a time, in the order they are made, even under `asyncio.gather`.
 	// - Return or `print` only what you need to see. Intermediate results the program does not output never re-enter the conversation.

@@ -3,6 +3,8 @@ package sdkgen
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -297,5 +299,34 @@ func TestPromptEmbedsSource(t *testing.T) {
 	}
 	if got, want := PythonPrompt(tools), pyInstructions+"``````python\n"+PythonSource(tools)+"``````\n"; got != want {
 		t.Errorf("PythonPrompt = %q, want %q", got, want)
+	}
+}
+
+// TestPythonPromptBoundNames pins seed 004's runtime contract in the
+// Python instructions: exactly tools and ToolCallError are bound when the
+// program runs, and the stubs declare both; the declared TypedDict classes
+// are not bound; arguments are plain dict and list values. The text must
+// not claim that no declared class exists, since ToolCallError does.
+func TestPythonPromptBoundNames(t *testing.T) {
+	m := regexp.MustCompile("the only names bound [^`]*`([^`]+)` and `([^`]+)`").FindStringSubmatch(pyInstructions)
+	if m == nil {
+		t.Fatalf("the instructions do not name the bound names:\n%s", pyInstructions)
+	}
+	if bound := []string{m[1], m[2]}; !slices.Equal(bound, []string{"tools", "ToolCallError"}) {
+		t.Errorf("bound names %q, want tools and ToolCallError", bound)
+	}
+	src := PythonSource([]Tool{{Name: "read_file", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}})
+	for _, decl := range []string{"\nclass ToolCallError(Exception):\n", "\ntools: Tools\n", "\nclass ReadFileArgs(TypedDict):\n"} {
+		if !strings.Contains(src, decl) {
+			t.Errorf("the stubs do not declare %q", strings.TrimSpace(decl))
+		}
+	}
+	for _, want := range []string{"the `TypedDict` classes", "do not exist", "plain `dict` and `list` values", "do not construct the `TypedDict` classes"} {
+		if !strings.Contains(pyInstructions, want) {
+			t.Errorf("the instructions do not say %q", want)
+		}
+	}
+	if strings.Contains(pyInstructions, "none of their classes") {
+		t.Error("the instructions say no declared class exists, but ToolCallError is bound")
 	}
 }
