@@ -369,16 +369,24 @@ func TestRunCodeNothingStartsAfterSettlement(t *testing.T) {
 // TestRunCodeBindingContextCancelled: the runtime gives up on one queued
 // call (its binding context ends): that call is abandoned, later ones run.
 func TestRunCodeBindingContextCancelled(t *testing.T) {
+	// Every wait has a deadline: a bridge that loses or stalls a call
+	// fails the test, saying which, instead of hanging it.
+	const deadline = 10 * time.Second
 	submitted := make(chan string, 8)
 	started := make(chan struct{})
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
 	rt := funcRuntime{lang: backend.Python, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+		defer unblock() // the first call never outlives the run
 		fn := req.Bindings[0].Functions["t"]
 		var wg sync.WaitGroup
 		errs := make([]error, 3)
 		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
 		ctxs := []context.Context{ctx, cctx, ctx}
 		secondDone := make(chan struct{})
+		timeout := time.After(deadline)
 		for i := range 3 {
 			wg.Go(func() {
 				_, errs[i] = fn(ctxs[i], nil)
@@ -386,15 +394,36 @@ func TestRunCodeBindingContextCancelled(t *testing.T) {
 					close(secondDone)
 				}
 			})
-			<-submitted
+			select {
+			case <-submitted:
+			case <-timeout:
+				return backend.RunResult{}, fmt.Errorf("call %d was not submitted within %v", i+1, deadline)
+			}
 			if i == 0 {
-				<-started
+				select {
+				case <-started:
+				case <-timeout:
+					return backend.RunResult{}, fmt.Errorf("the first call did not start within %v", deadline)
+				}
 			}
 		}
 		cancel() // the second call, still queued, is given up on
-		<-secondDone
-		close(release)
-		wg.Wait()
+		select {
+		case <-secondDone:
+		case <-timeout:
+			return backend.RunResult{}, fmt.Errorf("the second call was still pending %v after its context was cancelled", deadline)
+		}
+		unblock()
+		allDone := make(chan struct{})
+		go func() {
+			wg.Wait()
+			close(allDone)
+		}()
+		select {
+		case <-allDone:
+		case <-timeout:
+			return backend.RunResult{}, fmt.Errorf("the first and third calls did not return within %v", deadline)
+		}
 		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], context.Canceled) {
 			return backend.RunResult{}, fmt.Errorf("errs = %v", errs)
 		}
@@ -411,7 +440,14 @@ func TestRunCodeBindingContextCancelled(t *testing.T) {
 		ran = append(ran, exec.CallID)
 		return nil, nil
 	}})
-	res := r.Execute(t.Context(), runCall("p", "x"))
+	done := make(chan Result, 1)
+	go func() { done <- r.Execute(t.Context(), runCall("p", "x")) }()
+	var res Result
+	select {
+	case res = <-done:
+	case <-time.After(2 * deadline):
+		t.Fatalf("run_code did not return within %v: the run does not drain", 2*deadline)
+	}
 	if res.IsError {
 		t.Fatal(res.Text())
 	}
