@@ -34,33 +34,91 @@ func blockNS() []backend.BindingNamespace {
 
 // Arguments of waiting calls are bounded in bytes, not only in number.
 func TestQueuedArgumentBytesAreCapped(t *testing.T) {
+	// Nothing here waits without a deadline: a host that stops reading,
+	// replying or settling fails the test, saying where it stuck, instead
+	// of hanging it until the go test timeout.
+	const deadline = 15 * time.Second
 	arg := `"` + strings.Repeat("A", 150<<10) + `"`
 	var rejected atomic.Int32
+	var stuck atomic.Pointer[string]
+	giveUp := func(format string, args ...any) ExitStatus {
+		msg := fmt.Sprintf(format, args...)
+		stuck.Store(&msg)
+		return ExitStatus{Code: 90}
+	}
 	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
-		r.handshake()
+		r.Conn.SetReadDeadline(time.Now().Add(deadline))
+		r.Conn.SetWriteDeadline(time.Now().Add(deadline))
+		if _, err := r.handshake(); err != nil {
+			return giveUp("runner: handshake: %v", err)
+		}
 		for i := 1; i <= 6; i++ {
-			r.send(fmt.Sprintf(`{"type":"call","id":%d,"global":"tools","name":"block","args":%s}`, i, arg))
+			if err := r.send(fmt.Sprintf(`{"type":"call","id":%d,"global":"tools","name":"block","args":%s}`, i, arg)); err != nil {
+				return giveUp("runner: sending call %d: %v", i, err)
+			}
 		}
 		for i := 2; i <= 6; i++ { // call 1 waits in the binding
 			res, err := r.readResult()
 			if err != nil {
-				return ExitStatus{Code: 90}
+				return giveUp("runner: reading result %d of 5: %v", i-1, err)
 			}
 			if !res.OK && strings.Contains(res.Message, "bytes of arguments") {
 				rejected.Add(1)
 			}
 		}
-		r.send(done(`"ok"`))
-		<-ctx.Done()
-		return ExitStatus{}
+		if err := r.send(done(`"ok"`)); err != nil {
+			return giveUp("runner: sending done: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ExitStatus{}
+		case <-time.After(deadline):
+			return giveUp("runner: the host did not remove the container within %v of done", deadline)
+		}
 	})
-	rt, dir := newTestRuntime(t, d, func(l *Limits) { l.ProgramBytes = 64 << 10; l.FrameBytes = 256 << 10 })
-	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: blockNS()})
-	if err != nil || res.Error != nil {
-		t.Fatal(err, res.Error)
+	// newTestRuntime's cleanup closes without a deadline; this one's has
+	// one, so a stuck run cannot hang the cleanup either.
+	dir, _ := shortDir(t)
+	l := DefaultLimits()
+	l.WallTime, l.StartupTime = 5*time.Second, 5*time.Second
+	l.ProgramBytes, l.FrameBytes = 64<<10, 256<<10
+	rt, err := New(d, WithImage("fake"), WithLimits(l), WithSocketDir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.rt = rt
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), deadline)
+		defer cancel()
+		rt.Close(ctx)
+	})
+	type ran struct {
+		res backend.RunResult
+		err error
+	}
+	finished := make(chan ran, 1)
+	go func() {
+		res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: blockNS()})
+		finished <- ran{res, err}
+	}()
+	why := func() string {
+		if msg := stuck.Load(); msg != nil {
+			return *msg
+		}
+		return "the runner saw nothing wrong"
+	}
+	var got ran
+	select {
+	case got = <-finished:
+	case <-time.After(2 * deadline):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Run did not return within %v (%s); goroutines:\n%s", 2*deadline, why(), buf[:runtime.Stack(buf, true)])
+	}
+	if got.err != nil || got.res.Error != nil {
+		t.Fatalf("%v %v (%s)", got.err, got.res.Error, why())
 	}
 	if rejected.Load() != 5 {
-		t.Fatalf("%d of 5 over-cap calls rejected", rejected.Load())
+		t.Fatalf("%d of 5 over-cap calls rejected (%s)", rejected.Load(), why())
 	}
 	d.checkNoLeaks(t, dir)
 }
