@@ -7,6 +7,12 @@ GO       ?= go
 GOFLAGS  ?=
 # The test-only compiler image sdkgen's tests type-check the SDK with.
 SDK_CHECK_IMAGE = $$($(BIN) images tags | awk '$$1=="sdk-check"{print $$2}')
+# What a test does when the daemon, an image or the SDK check image is
+# missing (internal/testenv): `require` fails it. The targets that build
+# what the tests need require it unless told otherwise.
+REQUIRE_DAEMON = DSH_TEST_DAEMON=$${DSH_TEST_DAEMON:-require}
+# staticcheck, pinned; `go run` fetches it through the module proxy.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help
 help: ## list the targets
@@ -44,16 +50,20 @@ demo: images ## set up and run the demo: a program calling two host tools in a c
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
 .PHONY: test
-test: images sdk-check-image ## run every test: unit, runner suites, e2e against the real daemon
-	DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 20m ./...
+test: images sdk-check-image ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
+	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 20m ./...
 
 .PHONY: unit
-unit: ## run the tests that need no daemon
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
+unit: ## run the tests that need no daemon, without touching it (DSH_TEST_DAEMON=off)
+	DSH_TEST_DAEMON=off $(GO) test -race -count=1 $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: e2e
-e2e: images ## run the e2e suite against the real daemon and images
-	$(GO) test -race -count=1 -timeout 20m ./e2e/...
+e2e: images ## run the e2e suite against the real daemon and images (anything missing fails)
+	$(REQUIRE_DAEMON) $(GO) test -race -count=1 -timeout 20m ./e2e/...
+
+.PHONY: e2e-restart
+e2e-restart: images ## restart dockerd mid-run (disruptive: run it alone; .ci/run does, after `make test`)
+	$(REQUIRE_DAEMON) DSH_E2E_DAEMON_RESTART=1 $(GO) test -count=1 -timeout 10m -run '^TestDaemonRestartMidRun$$' -v ./e2e/
 
 .PHONY: bench
 bench: images ## benchmarks (ratios side by side; see README)
@@ -64,9 +74,10 @@ fmt: ## gofmt the tree
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: lint
-lint: ## fail on gofmt diffs and go vet findings
+lint: ## fail on gofmt diffs, go vet and staticcheck findings
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
 
 .PHONY: gc
 gc: build ## remove containers and socket dirs left by dead runs
