@@ -290,7 +290,16 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	}
 	log := r.log.With("run_id", sb.runID, "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
-	res := sb.execute(ctx, prep, req, r.opts.limits, log)
+	res, err := sb.execute(ctx, prep, req, r.opts.limits, log)
+	if err != nil {
+		sb.stop()
+		r.runs.Add(1)
+		go func() {
+			defer r.runs.Done()
+			sb.teardown(ctx, log)
+		}()
+		return backend.RunResult{}, err
+	}
 	res.Stats.Startup = ready.Sub(startup)
 	res.Stats.Warm = warm
 	// Settle and wait for bindings now; kill and remove the container in

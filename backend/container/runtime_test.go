@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"github.com/gorilla/websocket"
 	"go.uber.org/goleak"
 
@@ -641,11 +642,71 @@ func TestBindingsRunInIssueOrder(t *testing.T) {
 
 // blockingCPU is a driver whose CPU sampling hangs until cancelled, like a
 // stats API under load: frames must still flow.
-type blockingCPU struct{ *fakeDriver }
+// blockingCPU answers the baseline read, then hangs like a slow stats API.
+type blockingCPU struct {
+	*fakeDriver
+	calls *atomic.Int32
+}
 
 func (b blockingCPU) CPUUsage(ctx context.Context, id string) (time.Duration, error) {
+	if b.calls.Add(1) == 1 {
+		return 0, nil
+	}
 	<-ctx.Done()
 	return 0, ctx.Err()
+}
+
+// failingCPU fails every read after the first n.
+type failingCPU struct {
+	*fakeDriver
+	calls *atomic.Int32
+	n     int32
+}
+
+func (f failingCPU) CPUUsage(ctx context.Context, id string) (time.Duration, error) {
+	if f.calls.Add(1) <= f.n {
+		return 0, nil
+	}
+	return 0, errors.New("cgroup gone, stats API down")
+}
+
+// The compute budget is never silently unenforced (issue 18, item 5): a
+// container whose CPU time cannot be read at the start is not given the
+// program (an unavailable error, nothing left behind), and one whose
+// samples keep failing is stopped.
+func TestComputeMeterFailsClosed(t *testing.T) {
+	t.Run("no baseline", func(t *testing.T) {
+		d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+			r.hello()
+			<-ctx.Done()
+			return ExitStatus{}
+		})
+		rt, dir := newTestRuntime(t, failingCPU{d, new(atomic.Int32), 0}, nil)
+		d.rt = rt
+		res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+		if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), "compute budget could not be enforced") {
+			t.Fatalf("got %+v, %v; want an unavailable error", res, err)
+		}
+		d.checkNoLeaks(t, dir)
+	})
+	t.Run("samples lost", func(t *testing.T) {
+		d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+			r.handshake()
+			<-ctx.Done()
+			return ExitStatus{}
+		})
+		rt, dir := newTestRuntime(t, failingCPU{d, new(atomic.Int32), 3}, func(l *Limits) { l.WallTime = 20 * time.Second })
+		d.rt = rt
+		start := time.Now()
+		res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+		if err != nil || res.Error == nil || res.Error.Kind != backend.FailureExit || !strings.Contains(res.Error.Message, "could not read the program's CPU time") {
+			t.Fatalf("got %+v, %v", res.Error, err)
+		}
+		if d := time.Since(start); d < meterLoss || d > meterLoss+3*time.Second {
+			t.Errorf("stopped after %v, want about %v", d, meterLoss)
+		}
+		d.checkNoLeaks(t, dir)
+	})
 }
 
 func TestSlowCPUSamplingNeverHoldsUpFrames(t *testing.T) {
@@ -661,7 +722,7 @@ func TestSlowCPUSamplingNeverHoldsUpFrames(t *testing.T) {
 		<-ctx.Done()
 		return ExitStatus{}
 	})
-	rt, dir := newTestRuntime(t, blockingCPU{d}, func(l *Limits) { l.WallTime = 5 * time.Second })
+	rt, dir := newTestRuntime(t, blockingCPU{d, new(atomic.Int32)}, func(l *Limits) { l.WallTime = 5 * time.Second })
 	d.rt = rt
 	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x", Bindings: echoBindings()})
 	if err != nil || res.Error != nil || string(res.Value) != `"ok"` {

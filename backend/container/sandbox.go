@@ -181,8 +181,19 @@ func (sb *sandbox) captureStreams() {
 // at most one interval late. It is deliberately not configurable.
 const computePoll = 20 * time.Millisecond
 
-// execute sends the program and serves the run until it settles.
-func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRequest, l Limits, log *slog.Logger) backend.RunResult {
+// execute sends the program and serves the run until it settles. It
+// returns an error, before the program is sent, only when the container's
+// CPU time cannot be read: a compute budget is never left unenforced.
+func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRequest, l Limits, log *slog.Logger) (backend.RunResult, error) {
+	bctx, cancel := context.WithTimeout(ctx, meterLoss)
+	base, err := sb.driver.CPUUsage(bctx, sb.id)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return backend.RunResult{Error: abortFailure(ctx)}, nil
+		}
+		return backend.RunResult{}, fmt.Errorf("%w: cannot read the container's CPU time, so its compute budget could not be enforced; the program was not started: %w", errdefs.ErrUnavailable, err)
+	}
 	sb.out.mu.Lock()
 	sb.out.onEntry = req.Logs
 	sb.out.mu.Unlock()
@@ -213,7 +224,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	defer wall.Stop()
 	// CPU is sampled off the run loop: a slow sample (the stats API) must
 	// never hold up frames.
-	cpuMeter := sb.startMeter(ctx, l.ComputeTime, log)
+	cpuMeter := sb.startMeter(ctx, base, l.ComputeTime)
 	defer cpuMeter.stop()
 	// Every frame to the runner goes through one writer goroutine, so the
 	// run loop never blocks on a runner that stops reading (see held).
@@ -298,82 +309,87 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		return backend.RunResult{}, false
 	}
 
-	for {
-		in, out := sb.peer.frames, chan<- any(nil)
-		if held != nil {
-			in, out = nil, sb.outbox
-		}
-		select {
-		case fr := <-in:
-			if r, settled := handle(fr); settled {
-				return r
+	serve := func() backend.RunResult {
+		for {
+			in, out := sb.peer.frames, chan<- any(nil)
+			if held != nil {
+				in, out = nil, sb.outbox
 			}
-		case out <- held:
-			held = nil
-		case err := <-sb.writeFailed:
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner stopped reading from the bridge (a write waited %v)", writeTimeout)})
-			}
-			return finish(sb.lostRunner(ctx, err))
-		case used := <-cpuMeter.over:
-			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", used.Round(time.Millisecond), l.ComputeTime)})
-		case <-wall.C:
-			return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("wall-clock budget exceeded: the program ran for %v (limit %v)", time.Since(start).Round(time.Millisecond), l.WallTime)})
-		case st := <-sb.exit:
-			// A runner that finished exits right after its done frame:
-			// frames it sent before exiting still count.
-			drain := time.NewTimer(exitDrain)
-			for {
-				select {
-				case fr := <-sb.peer.frames:
-					if fr.err == nil {
-						if r, settled := handle(fr); settled {
-							drain.Stop()
-							return r
-						}
-						continue
-					}
-				case <-drain.C:
+			select {
+			case fr := <-in:
+				if r, settled := handle(fr); settled {
+					return r
 				}
-				break
+			case out <- held:
+				held = nil
+			case err := <-sb.writeFailed:
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner stopped reading from the bridge (a write waited %v)", writeTimeout)})
+				}
+				return finish(sb.lostRunner(ctx, err))
+			case err := <-cpuMeter.lost:
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the host could not read the program's CPU time for %v (%v); the run was stopped rather than left with its compute budget unenforced", meterLoss, err)})
+			case used := <-cpuMeter.over:
+				return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("compute budget exceeded: the program used %v of CPU (limit %v)", used.Round(time.Millisecond), l.ComputeTime)})
+			case <-wall.C:
+				return finish(&backend.Failure{Kind: backend.FailureTimeout, Message: fmt.Sprintf("wall-clock budget exceeded: the program ran for %v (limit %v)", time.Since(start).Round(time.Millisecond), l.WallTime)})
+			case st := <-sb.exit:
+				// A runner that finished exits right after its done frame:
+				// frames it sent before exiting still count.
+				drain := time.NewTimer(exitDrain)
+				for {
+					select {
+					case fr := <-sb.peer.frames:
+						if fr.err == nil {
+							if r, settled := handle(fr); settled {
+								drain.Stop()
+								return r
+							}
+							continue
+						}
+					case <-drain.C:
+					}
+					break
+				}
+				drain.Stop()
+				return finish(sb.exitFailure(st))
+			case <-ctx.Done():
+				return finish(abortFailure(ctx))
 			}
-			drain.Stop()
-			return finish(sb.exitFailure(st))
-		case <-ctx.Done():
-			return finish(abortFailure(ctx))
 		}
 	}
+	return serve(), nil
 }
 
 // exitDrain bounds how long frames are still read after the container's
 // exit status arrived.
 const exitDrain = 200 * time.Millisecond
 
-// meter samples a container's CPU usage in its own goroutine. The
-// baseline is taken as the program starts; once usage since then reaches
-// the limit, over receives it.
+// meter samples a container's CPU usage in its own goroutine, against the
+// baseline read as the program starts. Once usage since then reaches the
+// limit, over receives it; if no sample succeeds for meterLoss, lost
+// receives the last error: the run is stopped rather than left unmetered.
 type meter struct {
 	over   chan time.Duration
+	lost   chan error
 	cancel context.CancelFunc
 	done   chan struct{}
 	mu     sync.Mutex
 	last   time.Duration
 }
 
-func (sb *sandbox) startMeter(ctx context.Context, limit time.Duration, log *slog.Logger) *meter {
+// meterLoss is how long CPU samples may fail in a row before the run is
+// stopped.
+const meterLoss = 2 * time.Second
+
+func (sb *sandbox) startMeter(ctx context.Context, base, limit time.Duration) *meter {
 	ctx, cancel := context.WithCancel(ctx)
-	m := &meter{over: make(chan time.Duration, 1), cancel: cancel, done: make(chan struct{})}
+	m := &meter{over: make(chan time.Duration, 1), lost: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		base, err := sb.driver.CPUUsage(ctx, sb.id)
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("cannot meter CPU; compute budget not enforced", "container_id", sb.id, "err", err)
-			}
-			return
-		}
 		t := time.NewTicker(computePoll)
 		defer t.Stop()
+		lastOK := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
@@ -381,10 +397,19 @@ func (sb *sandbox) startMeter(ctx context.Context, limit time.Duration, log *slo
 			case <-t.C:
 			}
 			sb.sampleMemory(ctx)
-			cpu, err := sb.driver.CPUUsage(ctx, sb.id)
+			// A sample that hangs counts as failed: it must not stop
+			// the meter from noticing that it has lost track.
+			sctx, scancel := context.WithTimeout(ctx, meterLoss)
+			cpu, err := sb.driver.CPUUsage(sctx, sb.id)
+			scancel()
 			if err != nil {
+				if ctx.Err() == nil && time.Since(lastOK) >= meterLoss {
+					m.lost <- err
+					return
+				}
 				continue
 			}
+			lastOK = time.Now()
 			used := cpu - base
 			m.mu.Lock()
 			// A dead container's usage may read as zero: never go back.
