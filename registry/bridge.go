@@ -191,9 +191,16 @@ func (b *bridge) next() (sc *subCall, abandon error, ok bool) {
 			sc = b.queue[0]
 			b.queue[0] = nil
 			b.queue = b.queue[1:]
+			// The run's own context is checked, not only the call's:
+			// cancelling a context marks it done before it cancels its
+			// children one by one, so the call's context may still look
+			// live for a moment after the run was cancelled — long enough
+			// for the call before it to return and this one to start.
 			switch {
 			case b.settled:
 				abandon = errRunSettled
+			case b.ctx.Err() != nil:
+				abandon = context.Cause(b.ctx)
 			case sc.ctx.Err() != nil:
 				abandon = context.Cause(sc.ctx)
 			}
