@@ -855,6 +855,9 @@ func TestBudgets(t *testing.T) {
 		setting  func(container.Limits) string
 		kind     backend.FailureKind
 		measure  func(res backend.RunResult, l container.Limits) string
+		// onTime checks that the budget fired at its setting (issue 18,
+		// item 11): the kind alone passes with a timer at 10x.
+		onTime func(t *testing.T, res backend.RunResult, l container.Limits)
 	}
 	hot := both(`for (;;) {}`, "while True:\n    pass")
 	idle := both(`await new Promise(() => {})`, "import asyncio\nawait asyncio.Event().wait()")
@@ -873,6 +876,12 @@ while True:
 			measure: func(res backend.RunResult, l container.Limits) string {
 				return fmt.Sprintf("fired at cpu %v (+%v over), wall %v", res.Stats.CPU.Round(time.Millisecond), (res.Stats.CPU - l.ComputeTime).Round(time.Millisecond), res.Stats.Wall.Round(time.Millisecond))
 			},
+			onTime: func(t *testing.T, res backend.RunResult, l container.Limits) {
+				if !strings.Contains(res.Error.Message, "compute budget") {
+					t.Fatalf("%s, want the compute budget", res.Error.Message)
+				}
+				wantFiredOnTime(t, "compute", res.Stats.CPU, l.ComputeTime)
+			},
 		})
 	}
 	for _, w := range []time.Duration{time.Second, 3 * time.Second} {
@@ -882,6 +891,12 @@ while True:
 			setting: func(l container.Limits) string { return fmt.Sprintf("maxWallMs=%d", l.WallTime.Milliseconds()) },
 			measure: func(res backend.RunResult, l container.Limits) string {
 				return fmt.Sprintf("fired at wall %v (+%v over)", res.Stats.Wall.Round(time.Millisecond), (res.Stats.Wall - l.WallTime).Round(time.Millisecond))
+			},
+			onTime: func(t *testing.T, res backend.RunResult, l container.Limits) {
+				if !strings.Contains(res.Error.Message, "wall-clock budget") {
+					t.Fatalf("%s, want the wall-clock budget", res.Error.Message)
+				}
+				wantFiredOnTime(t, "wall", res.Stats.Wall, l.WallTime)
 			},
 		})
 	}
@@ -906,6 +921,9 @@ while True:
 				wantFailure(t, res, b.kind)
 				l := e.rt.Limits()
 				t.Logf("BUDGET %-10s %-16s %-28s %s", lang, b.name, b.setting(l), b.measure(res, l))
+				if b.onTime != nil {
+					b.onTime(t, res, l)
+				}
 			})
 		}
 	}
