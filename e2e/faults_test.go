@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -162,17 +163,20 @@ func TestContainerKilledFromOutside(t *testing.T) {
 }
 
 // The daemon restarting mid-run fails the run with a typed outcome (or a
-// classified error), and the next run works. Restarting the shared daemon
-// disrupts everyone using it: opt in with DSH_E2E_DAEMON_RESTART=1.
+// classified error), and the next run works. Restarting the daemon
+// disrupts everyone using it: opt in with DSH_E2E_DAEMON_RESTART=1. CI
+// (.ci/run) does, in a step of its own after the main test run, where the
+// daemon is its own and nothing else runs.
 //
 // On the machines this was written on, dockerd runs as a plain process
 // (no systemd): the test stops it with SIGTERM and starts the same command
-// line again, detached, logging to /tmp/dockerd-e2e.log.
+// line again with the same environment, detached, logging to
+// /tmp/dockerd-e2e.log.
 func TestDaemonRestartMidRun(t *testing.T) {
 	if os.Getenv("DSH_E2E_DAEMON_RESTART") != "1" {
-		t.Skip("restarting the shared Docker daemon is disruptive; set DSH_E2E_DAEMON_RESTART=1 to run this test")
+		t.Skip("restarting the shared Docker daemon is disruptive; set DSH_E2E_DAEMON_RESTART=1 to run this test (.ci/run does, after the main run)")
 	}
-	pid, args := dockerdProcess(t)
+	d := dockerdProcess(t)
 	e := newEnv(t, backend.TypeScript, nil)
 	started := make(chan struct{}, 1)
 	b := tools(map[string]backend.BindingFunc{"started": func(context.Context, json.RawMessage) (json.RawMessage, error) {
@@ -181,12 +185,16 @@ func TestDaemonRestartMidRun(t *testing.T) {
 	}})
 	restarted := make(chan error, 1)
 	go func() {
-		<-started
-		restarted <- restartDockerd(pid, args)
+		select {
+		case <-started:
+			restarted <- restartDockerd(d)
+		case <-time.After(30 * time.Second): // past the run's 20s wall budget
+			restarted <- errors.New("the program never called started; the daemon was not restarted")
+		}
 	}()
 	res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: `await tools.started({}); await new Promise(() => {})`, Bindings: b})
 	if rerr := <-restarted; rerr != nil {
-		t.Fatalf("restarting dockerd: %v (start it by hand: %s)", rerr, strings.Join(args, " "))
+		t.Fatalf("restarting dockerd: %v (start it by hand: %s)", rerr, strings.Join(d.args, " "))
 	}
 	switch {
 	case err != nil:
@@ -202,8 +210,17 @@ func TestDaemonRestartMidRun(t *testing.T) {
 	wantValue(t, e.run(t, "return 1"), "1")
 }
 
-// dockerdProcess finds the running dockerd's pid and command line.
-func dockerdProcess(t *testing.T) (int, []string) {
+// dockerd is the running daemon process: how to start it again.
+type dockerd struct {
+	pid  int
+	args []string
+	env  []string
+	dir  string
+}
+
+// dockerdProcess finds the running dockerd. The test was asked to restart
+// it: a daemon this machine cannot see (a remote one) fails the test.
+func dockerdProcess(t *testing.T) dockerd {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -216,42 +233,73 @@ func dockerdProcess(t *testing.T) (int, []string) {
 			continue
 		}
 		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
-		if filepath.Base(args[0]) == "dockerd" {
-			return pid, args
+		if filepath.Base(args[0]) != "dockerd" {
+			continue
 		}
+		d := dockerd{pid: pid, args: args, dir: "/"}
+		// Its own environment and directory: PATH must find containerd and
+		// runc as it did.
+		if env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ")); err == nil && len(env) > 0 {
+			d.env = strings.Split(strings.TrimRight(string(env), "\x00"), "\x00")
+		} else {
+			t.Fatalf("cannot read dockerd's environment (pid %d): %v", pid, err)
+		}
+		if dir, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil {
+			d.dir = dir
+		}
+		return d
 	}
-	t.Skip("no dockerd process visible from here (remote daemon?): cannot restart it")
-	return 0, nil
+	t.Fatal("DSH_E2E_DAEMON_RESTART=1 but no dockerd process is visible from here (a remote daemon?): cannot restart it")
+	return dockerd{}
 }
 
 // restartDockerd stops dockerd with SIGTERM, starts the same command line
 // again in its own session and waits for the API to answer.
-func restartDockerd(pid int, args []string) error {
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+func restartDockerd(d dockerd) error {
+	if err := syscall.Kill(d.pid, syscall.SIGTERM); err != nil {
 		return err
 	}
-	for i := 0; i < 300 && syscall.Kill(pid, 0) == nil; i++ {
+	// Gone, or a zombie its parent has yet to reap.
+	running := func() bool {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", d.pid))
+		if err != nil {
+			return false
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		return len(fields) > 0 && fields[0] != "Z"
+	}
+	for i := 0; i < 300 && running(); i++ {
 		time.Sleep(100 * time.Millisecond)
+	}
+	if running() {
+		return fmt.Errorf("dockerd (pid %d) did not exit within 30s of SIGTERM", d.pid)
 	}
 	logf, err := os.OpenFile("/tmp/dockerd-e2e.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(args[0], args[1:]...)
+	cmd := exec.Command(d.args[0], d.args[1:]...)
+	cmd.Env, cmd.Dir = d.env, d.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	go cmd.Wait() // reaped if it ever exits while we run
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }() // reaped if it ever exits while we run
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
 		if _, err := cli.Ping(ctx); err == nil {
 			return nil
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the restarted dockerd exited: %v (see /tmp/dockerd-e2e.log)", err)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	return fmt.Errorf("dockerd did not answer within 60s after restart")
+	return fmt.Errorf("dockerd did not answer within 60s after restart (see /tmp/dockerd-e2e.log)")
 }
