@@ -21,8 +21,6 @@ import (
 	"sync"
 	"time"
 
-	dcontainer "github.com/docker/docker/api/types/container"
-
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/docker"
@@ -187,7 +185,7 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 			return nil, err
 		}
 		tag := im.DefaultTag()
-		if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil || !ok {
+		if ok, err := drv.ImageExists(ctx, tag); err != nil || !ok {
 			return nil, images.ErrMissing(tag)
 		}
 		return container.New(drv, append([]container.Option{
@@ -423,24 +421,8 @@ func loop(clients int, d time.Duration, fn func() error) (float64, error) {
 // churn measures the daemon's own container churn: create, start, wait
 // for and remove a container of the same image running node -e 0.
 func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d time.Duration) (float64, error) {
-	cli := drv.Client()
 	return loop(clients, d, func() error {
-		resp, err := cli.ContainerCreate(ctx, &dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Labels: map[string]string{container.LabelPrefix + "bench": "churn"}},
-			&dcontainer.HostConfig{NetworkMode: "none"}, nil, nil, "")
-		if err != nil {
-			return err
-		}
-		wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
-		if err = cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err == nil {
-			select {
-			case <-wait:
-			case err = <-errc:
-			}
-		}
-		if rmErr := cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true}); err == nil {
-			err = rmErr
-		}
-		return err
+		return drv.Probe(ctx, image, []string{"node", "-e", "0"}, "")
 	})
 }
 

@@ -77,8 +77,7 @@ func TestHostKilledThenGC(t *testing.T) {
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
 	}
-	host, _ := os.Hostname()
-	prefix := fmt.Sprintf("%s/%d/", host, run.Process.Pid)
+	prefix := container.OwnerOf(run.Process.Pid)
 	t.Cleanup(func() {
 		run.Process.Kill()
 		for _, c := range containersByOwnerPrefix(t, prefix) {

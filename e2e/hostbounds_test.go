@@ -281,8 +281,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	host, _ := os.Hostname()
-	s.prefix = fmt.Sprintf("%s/%d/", host, s.cmd.Process.Pid)
+	s.prefix = container.OwnerOf(s.cmd.Process.Pid)
 	go func() { s.exited <- s.cmd.Wait() }()
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)

@@ -45,8 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	cli = drv.Client()
-	host, _ := os.Hostname()
-	owner = fmt.Sprintf("%s/e2e-%d", host, os.Getpid())
+	owner = fmt.Sprintf("e2e-%d", os.Getpid())
 	code := m.Run()
 	drv.Close()
 	os.Exit(code)

@@ -241,29 +241,23 @@ type Status struct {
 	Stale []string
 }
 
-// Check reports whether each runner image (for the default base) is
-// present, and which stale tags of it exist.
-func Check(ctx context.Context, cli client.APIClient, ims []Image) ([]Status, error) {
-	list, err := cli.ImageList(ctx, dimage.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
+// Check reports whether each runner image (for the default base) is among
+// refs, the engine's image references, and which stale tags of it are.
+func Check(refs []string, ims []Image) []Status {
 	var out []Status
 	for _, im := range ims {
 		st := Status{Image: im, Tag: im.DefaultTag()}
-		for _, s := range list {
-			for _, t := range s.RepoTags {
-				switch {
-				case t == st.Tag:
-					st.Present = true
-				case strings.HasPrefix(t, Repository+im.Name+":"):
-					st.Stale = append(st.Stale, t)
-				}
+		for _, t := range refs {
+			switch {
+			case t == st.Tag:
+				st.Present = true
+			case strings.HasPrefix(t, Repository+im.Name+":"):
+				st.Stale = append(st.Stale, t)
 			}
 		}
 		out = append(out, st)
 	}
-	return out, nil
+	return out
 }
 
 // PruneStale removes the daemon's older tags of im (other build inputs),

@@ -107,7 +107,7 @@ func TestExecCapsStderr(t *testing.T) {
 // family runs testdata/spawn.sh as a tool and returns its result and the
 // pids it recorded. With wait set, it calls wait(pids) once all pids are
 // recorded and checks they were all alive then, while the tool is running.
-func family(t *testing.T, ctx context.Context, tool Tool, mode string, wait func()) (string, error, []proc) {
+func family(t *testing.T, ctx context.Context, tool Tool, mode string, wait func()) (string, []proc, error) {
 	t.Helper()
 	pidfile := filepath.Join(t.TempDir(), "pids")
 	tool.Command = []string{"/bin/sh", "testdata/spawn.sh", pidfile, mode}
@@ -144,7 +144,7 @@ func family(t *testing.T, ctx context.Context, tool Tool, mode string, wait func
 	if len(procs) != 6 {
 		t.Fatalf("%d pids recorded: %v", len(procs), procs)
 	}
-	return r.out, r.err, procs
+	return r.out, procs, r.err
 }
 
 func TestExecKillsTheGroupAtTheEnd(t *testing.T) {
@@ -154,7 +154,7 @@ func TestExecKillsTheGroupAtTheEnd(t *testing.T) {
 	// child left holding stdout would otherwise stall the call for
 	// waitDelay and make it fail.)
 	start := time.Now()
-	out, err, procs := family(t, context.Background(), Tool{Name: "fork"}, "exit", nil)
+	out, procs, err := family(t, context.Background(), Tool{Name: "fork"}, "exit", nil)
 	if err != nil || out != "done\n" {
 		t.Fatalf("%q %v", out, err)
 	}
@@ -166,7 +166,7 @@ func TestExecKillsTheGroupAtTheEnd(t *testing.T) {
 
 func TestExecTimeoutKillsTheGroup(t *testing.T) {
 	var started time.Time
-	out, err, procs := family(t, context.Background(), Tool{Name: "hang", TimeoutMs: 2000}, "hang", func() { started = time.Now() })
+	out, procs, err := family(t, context.Background(), Tool{Name: "hang", TimeoutMs: 2000}, "hang", func() { started = time.Now() })
 	if err == nil || err.Error() != `tool "hang" timed out after 2s` || out != "" {
 		t.Fatalf("%q %v", out, err)
 	}
@@ -180,7 +180,7 @@ func TestExecCancelKillsTheGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var cancelled time.Time
-	out, err, procs := family(t, ctx, Tool{Name: "hang"}, "hang", func() { cancelled = time.Now(); cancel() })
+	out, procs, err := family(t, ctx, Tool{Name: "hang"}, "hang", func() { cancelled = time.Now(); cancel() })
 	if err == nil || err.Error() != `tool "hang" cancelled` || out != "" {
 		t.Fatalf("%q %v", out, err)
 	}

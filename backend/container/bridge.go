@@ -2,19 +2,14 @@ package container
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -22,9 +17,9 @@ import (
 	"github.com/dsh-container/dsh-container/portproto"
 )
 
-// bridge is the host end of one run's websocket bridge: a private
-// directory holding a Unix socket, served by a websocket endpoint that
-// accepts exactly one connection.
+// bridge is the host end of one run's websocket bridge: a websocket
+// server on the driver's endpoint (see Endpoint) that accepts exactly one
+// connection.
 //
 // The first connection is the runner's: it connects while the container
 // starts, before any program exists. Every later connection comes from the
@@ -33,7 +28,7 @@ import (
 // connection's handshake is held to maxHandshakeBytes of request head and
 // handshakeTimeout; after it, frames are held to maxFrame each.
 type bridge struct {
-	dir      string
+	ep       *Endpoint
 	ln       *oneConnListener
 	srv      *http.Server
 	maxFrame int
@@ -49,8 +44,6 @@ type bridge struct {
 }
 
 const (
-	// maxSocketPath is sizeof(sockaddr_un.sun_path) on Linux.
-	maxSocketPath    = 108
 	writeTimeout     = 10 * time.Second
 	handshakeTimeout = 10 * time.Second
 	// maxHandshakeBytes bounds the runner's request head (net/http allows
@@ -58,51 +51,12 @@ const (
 	maxHandshakeBytes = 4 << 10
 )
 
-// newBridge creates a private directory under base and starts serving a
-// websocket endpoint on a socket inside it.
-func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
-	if err := privateDir(base); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	// The name is random: the container sees it (see reaper.go). The
-	// owner file comes first so the reaper can always judge the directory.
-	var rnd [8]byte
-	_, _ = rand.Read(rnd[:])
-	dir := filepath.Join(base, sockDirPrefix+hex.EncodeToString(rnd[:]))
-	if err := os.WriteFile(dir+ownerSuffix, []byte(selfID()), 0o600); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	if err := os.Mkdir(dir, 0o711); err != nil {
-		os.Remove(dir + ownerSuffix)
-		return nil, fmt.Errorf("socket directory: %w", err)
-	}
-	defer func() {
-		if retErr != nil {
-			os.RemoveAll(dir)
-			os.Remove(dir + ownerSuffix)
-		}
-	}()
-	// The container's user must traverse the directory and connect to the
-	// socket; it is mounted read-only, and its parent stays private. (Mkdir
-	// applies the umask.)
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, SocketName)
-	if len(path) >= maxSocketPath {
-		return nil, fmt.Errorf("bridge socket path %s is %d bytes; Unix sockets allow %d: choose a shorter socket directory", path, len(path), maxSocketPath-1)
-	}
-	uln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("bridge socket: %w", err)
-	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		uln.Close()
-		return nil, err
-	}
-	ln := &oneConnListener{Listener: uln}
+// newBridge serves the websocket bridge on ep's listener. close stops it
+// and closes the endpoint.
+func newBridge(ep *Endpoint, maxFrame int) *bridge {
+	ln := &oneConnListener{Listener: ep.Listener}
 	b := &bridge{
-		dir:      dir,
+		ep:       ep,
 		ln:       ln,
 		maxFrame: maxFrame,
 		connCh:   make(chan *peer, 1),
@@ -118,7 +72,7 @@ func newBridge(base string, maxFrame int) (_ *bridge, retErr error) {
 		defer close(b.served)
 		_ = b.srv.Serve(ln)
 	}()
-	return b, nil
+	return b
 }
 
 // oneConnListener hands out the first connection it accepts and closes
@@ -144,30 +98,6 @@ func (l *oneConnListener) Accept() (net.Conn, error) {
 }
 
 var discardLog = log.New(io.Discard, "", 0)
-
-// privateDir makes dir (and parents) if needed and insists that dir itself
-// is a real directory owned by this user and closed to everyone else: on a
-// shared /tmp another user could otherwise pre-create it, watch the
-// per-run sockets and connect before the runner does.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (%d); remove it or choose another directory", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		return os.Chmod(dir, 0o700)
-	}
-	return nil
-}
 
 var upgrader = websocket.Upgrader{
 	HandshakeTimeout: handshakeTimeout,
@@ -219,11 +149,7 @@ func (b *bridge) close(ctx context.Context) error {
 		p.close()
 	default:
 	}
-	err = errors.Join(err, os.RemoveAll(b.dir))
-	if rerr := os.Remove(b.dir + ownerSuffix); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-		err = errors.Join(err, rerr)
-	}
-	return err
+	return errors.Join(err, b.ep.Close())
 }
 
 // frame is one decoded message from the runner, or the error that ended

@@ -197,7 +197,8 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithSocketDir(dir string) Option { return func(o *options) { o.socketDir = dir } }
 
 // WithOwner sets the owner label value used by the reaper to tell live
-// owners apart (default: "<hostname>/<pid>/<process start time>").
+// owners apart (default: "<pid>.<start>.<host>", see reaper.go). It must be
+// a valid label value; the reaper never judges owners of another form dead.
 func WithOwner(owner string) Option { return func(o *options) { o.owner = owner } }
 
 // DefaultSocketDir is where per-run socket directories live by default.

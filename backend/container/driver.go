@@ -3,6 +3,7 @@ package container
 import (
 	"context"
 	"io"
+	"net"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -10,19 +11,25 @@ import (
 
 // Label keys. Every container the runtime creates carries LabelManaged and
 // the rest, all under one reserved prefix, so the reaper can find and judge
-// it after its owner died.
+// it after its owner died. Keys and values are valid Kubernetes labels (a
+// DNS-subdomain prefix, a name and a value of at most 63 characters of
+// [A-Za-z0-9._-]), so the same labels fit a Pod.
 const (
-	LabelPrefix  = "io.dsh-container."
+	LabelPrefix  = "dsh-container.io/"
 	LabelManaged = LabelPrefix + "managed" // "true"
-	LabelOwner   = LabelPrefix + "owner"   // "<hostname>/<pid>" of the host process
-	LabelRun     = LabelPrefix + "run"     // run id
-	LabelSockDir = LabelPrefix + "sockdir" // host path of the per-run socket directory
-	LabelLang    = LabelPrefix + "language"
+	// LabelOwner identifies the owner process: "<pid>.<start>.<host>"
+	// (see ownerID) unless WithOwner set another valid label value.
+	LabelOwner = LabelPrefix + "owner"
+	LabelRun   = LabelPrefix + "run" // run id
+	// LabelBridge names the sandbox's bridge endpoint for the reaper:
+	// for a Unix socket directory, the directory's name.
+	LabelBridge = LabelPrefix + "bridge"
+	LabelLang   = LabelPrefix + "language"
 )
 
 // Fixed in-container locations and identity.
 const (
-	// BridgeDir is where the per-run socket directory is mounted.
+	// BridgeDir is where a Unix-socket endpoint's directory is mounted.
 	BridgeDir = "/run/dsh"
 	// BridgeSocket is the socket's path inside the container.
 	BridgeSocket = BridgeDir + "/bridge.sock"
@@ -34,7 +41,9 @@ const (
 
 // Spec describes one container completely. The runtime fills it from its
 // configuration — never from the request — with the hardening preset
-// applied; a Driver translates it faithfully and adds nothing.
+// applied. A Driver applies every field; a field it cannot honour makes
+// Create fail closed with errdefs.ErrNotImplemented naming the field,
+// never silently dropped.
 type Spec struct {
 	Name string
 	// Hostname is fixed so it reveals nothing about the run.
@@ -45,8 +54,9 @@ type Spec struct {
 	User       string
 	WorkingDir string
 	Labels     map[string]string
-	// BindDir is the host directory mounted read-only at BridgeDir; the
-	// only mount besides the /tmp tmpfs.
+	// BindDir is the host directory mounted read-only at BridgeDir (the
+	// bridge endpoint's, for Unix-socket endpoints); the only mount
+	// besides the /tmp tmpfs. Empty for endpoints that need no mount.
 	BindDir string
 
 	// Hardening. The runtime always sets these; they are fields so the
@@ -65,7 +75,7 @@ type Spec struct {
 	TmpfsBytes  int64
 	NoFile      int64
 
-	// OCIRuntime names the daemon runtime ("" = default).
+	// OCIRuntime names the engine's runtime ("" = its default).
 	OCIRuntime string
 
 	// Seccomp is the seccomp profile the container runs under; nil keeps
@@ -97,6 +107,81 @@ type ContainerInfo struct {
 	Running bool
 }
 
+// Endpoint is one sandbox's end of the bridge, supplied by the driver:
+// the host serves the bridge on Listener, and the runner dials
+// RunnerAddress from inside the sandbox. A node-local driver (Docker,
+// containerd) returns a Unix socket in a private directory the spec
+// bind-mounts (NewUnixEndpoint); a driver whose sandboxes run elsewhere (a
+// Pod) would return a TCP listener with mutual TLS and no mount.
+type Endpoint struct {
+	Listener net.Listener
+	// RunnerAddress is what the runner dials: a socket path inside the
+	// sandbox, or a URL.
+	RunnerAddress string
+	// BindDir is the host directory to mount read-only at BridgeDir, or
+	// "" when the endpoint needs no mount.
+	BindDir string
+	// Label is LabelBridge's value: how the reaper finds the endpoint's
+	// leftovers after a crash.
+	Label string
+	// Close stops the listener and removes what the endpoint created. It
+	// is idempotent.
+	Close func() error
+}
+
+// EndpointRequest asks a driver for one sandbox's endpoint.
+type EndpointRequest struct {
+	RunID string
+	// SocketDir is where node-local endpoints put their per-run socket
+	// directories (WithSocketDir); other endpoints ignore it.
+	SocketDir string
+}
+
+// Capabilities say what a driver is and can do, for errors, doctor and
+// benchmarks. Abilities beyond the verbs are the optional interfaces below,
+// found by type assertion.
+type Capabilities struct {
+	// Name is the driver's name ("docker", "containerd").
+	Name string
+	// Runtimes are the OCI runtimes Spec.OCIRuntime may name.
+	Runtimes []string
+	// DefaultRuntime is what "" selects.
+	DefaultRuntime string
+}
+
+// Driver is the narrow set of verbs the runtime needs from a container
+// engine. Every verb honours ctx. NotFound errors from Kill and Remove
+// must satisfy errdefs.IsNotFound so teardown can treat them as success.
+type Driver interface {
+	// Capabilities describes the driver.
+	Capabilities() Capabilities
+	// Endpoint creates the bridge endpoint of one sandbox, before Create.
+	Endpoint(ctx context.Context, req EndpointRequest) (*Endpoint, error)
+	// Create creates (but does not start) a container named spec.Name and
+	// returns its id. It either creates the container or leaves nothing
+	// behind, even when ctx ends midway.
+	Create(ctx context.Context, spec Spec) (string, error)
+	// Wait returns a channel that yields the container's exit status once
+	// it stops. Call it before Start.
+	Wait(ctx context.Context, id string) (<-chan ExitStatus, error)
+	// Start starts a created container.
+	Start(ctx context.Context, id string) error
+	// Kill sends SIGKILL to every process of the container.
+	Kill(ctx context.Context, id string) error
+	// Remove removes the container and everything the driver created for
+	// it (its filesystem, its task). It kills what still runs.
+	Remove(ctx context.Context, id string) error
+	// List returns containers carrying label=value, running or not.
+	List(ctx context.Context, label, value string) ([]ContainerInfo, error)
+}
+
+// CPUMeter is the ability to read the CPU time a container has used since
+// it started. The compute budget needs it: a runtime over a driver without
+// it refuses to run programs rather than leave the budget unenforced.
+type CPUMeter interface {
+	CPUUsage(ctx context.Context, id string) (time.Duration, error)
+}
+
 // MemoryMeter is the optional ability to read the most memory a container
 // has used at once since it started (cgroup v1 memory.max_usage_in_bytes,
 // v2 memory.peak). The runtime samples it during a run: it is one of the
@@ -105,25 +190,49 @@ type MemoryMeter interface {
 	MemoryPeak(ctx context.Context, id string) (int64, error)
 }
 
-// Driver is the narrow set of verbs the runtime needs from a container
-// engine. Every verb honours ctx. NotFound errors from Kill and Remove
-// must satisfy errdefs.IsNotFound so teardown can treat them as success.
-type Driver interface {
-	// Create creates (but does not start) a container; it returns its id.
-	Create(ctx context.Context, spec Spec) (string, error)
-	// Attach connects to the container's stdout/stderr; call before Start.
-	Attach(ctx context.Context, id string) (Streams, error)
-	// Start starts a created container.
-	Start(ctx context.Context, id string) error
-	// Wait returns a channel that yields the container's exit status once
-	// it stops. Call before Start.
-	Wait(ctx context.Context, id string) (<-chan ExitStatus, error)
-	// CPUUsage returns the cumulative CPU time the container has used.
-	CPUUsage(ctx context.Context, id string) (time.Duration, error)
-	// Kill sends SIGKILL.
-	Kill(ctx context.Context, id string) error
-	// Remove force-removes the container and its anonymous volumes.
-	Remove(ctx context.Context, id string) error
-	// List returns containers carrying label=value, running or not.
-	List(ctx context.Context, label, value string) ([]ContainerInfo, error)
+// OutputAttacher is the optional ability to capture a container's raw
+// stdout and stderr: StartAttached starts a created container with its
+// output attached from the first byte. The runtime uses it instead of
+// Start when present.
+type OutputAttacher interface {
+	StartAttached(ctx context.Context, id string) (Streams, error)
+}
+
+// ImageChecker is the optional ability to tell whether an image is
+// present (for start-up checks and doctor) and to list the engine's image
+// references (to find stale ones).
+type ImageChecker interface {
+	ImageExists(ctx context.Context, ref string) (bool, error)
+	ImageRefs(ctx context.Context) ([]string, error)
+}
+
+// EngineInfo describes the engine behind a driver, for doctor.
+type EngineInfo struct {
+	// Engine is the engine and its version ("Docker Engine 20.10.24").
+	Engine string
+	// API is the API version in use.
+	API string
+	// CgroupVersion is "1" or "2"; CgroupDriver and Storage name the
+	// cgroup driver and the storage driver or snapshotter.
+	CgroupVersion, CgroupDriver, Storage string
+	// Runtimes maps each registered OCI runtime to its arguments.
+	Runtimes       map[string][]string
+	DefaultRuntime string
+	// Seccomp reports that the engine applies seccomp profiles.
+	Seccomp bool
+}
+
+// Describer is the optional ability to describe the engine and to check
+// that it answers (health checks).
+type Describer interface {
+	Describe(ctx context.Context) (EngineInfo, error)
+	Ping(ctx context.Context) error
+}
+
+// Prober is the optional ability to start, wait for and remove a bare
+// container (no bridge, network none) running cmd in image under an OCI
+// runtime: doctor checks a registered runtime works, and benchmarks
+// measure the engine's own start cost.
+type Prober interface {
+	Probe(ctx context.Context, image string, cmd []string, runtime string) error
 }

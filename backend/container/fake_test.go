@@ -143,9 +143,20 @@ func (d *fakeDriver) get(id string) (*fakeContainer, error) {
 	return c, nil
 }
 
-func (d *fakeDriver) Attach(_ context.Context, id string) (Streams, error) {
+func (d *fakeDriver) Capabilities() Capabilities {
+	return Capabilities{Name: "fake", Runtimes: []string{"fake"}, DefaultRuntime: "fake"}
+}
+
+func (d *fakeDriver) Endpoint(_ context.Context, req EndpointRequest) (*Endpoint, error) {
+	return NewUnixEndpoint(req.SocketDir)
+}
+
+func (d *fakeDriver) StartAttached(ctx context.Context, id string) (Streams, error) {
 	c, err := d.get(id)
 	if err != nil {
+		return Streams{}, err
+	}
+	if err := d.Start(ctx, id); err != nil {
 		return Streams{}, err
 	}
 	return Streams{Stdout: c.outR, Stderr: c.errR, Close: func() error { c.outR.Close(); c.errR.Close(); return nil }}, nil
@@ -224,12 +235,14 @@ func (d *fakeDriver) Remove(_ context.Context, id string) error {
 	return nil
 }
 
-func (d *fakeDriver) List(context.Context, string, string) ([]ContainerInfo, error) {
+func (d *fakeDriver) List(_ context.Context, label, value string) ([]ContainerInfo, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []ContainerInfo
 	for id, c := range d.containers {
-		out = append(out, ContainerInfo{ID: id, Labels: c.spec.Labels})
+		if c.spec.Labels[label] == value {
+			out = append(out, ContainerInfo{ID: id, Labels: c.spec.Labels})
+		}
 	}
 	return out, nil
 }

@@ -269,11 +269,11 @@ func TestNoBindingStartsAfterSettlement(t *testing.T) {
 func TestSocketBaseIsPrivate(t *testing.T) {
 	dir, _ := shortDir(t)
 	os.Chmod(dir, 0o777)
-	b, err := newBridge(dir, 1<<20)
+	ep, err := NewUnixEndpoint(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.close(context.Background())
+	newBridge(ep, 1<<20).close(context.Background())
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
 		t.Fatalf("base mode %v", fi.Mode().Perm())
 	}
@@ -282,7 +282,7 @@ func TestSocketBaseIsPrivate(t *testing.T) {
 		if err := os.Chown(other, 12345, 12345); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := newBridge(other, 1<<20); err == nil || !strings.Contains(err.Error(), "belongs to uid 12345") {
+		if _, err := NewUnixEndpoint(other); err == nil || !strings.Contains(err.Error(), "belongs to uid 12345") {
 			t.Fatalf("foreign base accepted: %v", err)
 		}
 	}

@@ -14,11 +14,12 @@ import (
 // background with bounded concurrency and replaces sandboxes that sat idle
 // longer than the TTL or died while waiting.
 type pool struct {
-	r    *Runtime
-	size int
-	ttl  time.Duration
-	fill int // concurrent starts
-	log  *slog.Logger
+	// startFn starts one sandbox: the same start a cold run makes.
+	startFn startFunc
+	size    int
+	ttl     time.Duration
+	fill    int // concurrent starts
+	log     *slog.Logger
 
 	mu       sync.Mutex
 	idle     []*sandbox
@@ -40,7 +41,10 @@ const (
 	poolRetryDelay = 2 * time.Second
 )
 
-func newPool(r *Runtime, size int, ttl time.Duration, fill int) *pool {
+// startFunc starts a sandbox whose runner has said hello.
+type startFunc func(ctx context.Context, runID string, log *slog.Logger) (*sandbox, error)
+
+func newPool(start startFunc, log *slog.Logger, size int, ttl time.Duration, fill int) *pool {
 	if ttl <= 0 {
 		ttl = defaultPoolTTL
 	}
@@ -48,7 +52,7 @@ func newPool(r *Runtime, size int, ttl time.Duration, fill int) *pool {
 		fill = defaultPoolFill
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &pool{r: r, size: size, ttl: ttl, fill: fill, log: r.log.With("component", "pool"), wake: make(chan struct{}, 1), ctx: ctx, stop: cancel}
+	p := &pool{startFn: start, size: size, ttl: ttl, fill: fill, log: log.With("component", "pool"), wake: make(chan struct{}, 1), ctx: ctx, stop: cancel}
 	p.wg.Add(1)
 	go p.maintain()
 	return p
@@ -145,7 +149,7 @@ func (p *pool) evict() {
 func (p *pool) start() {
 	defer p.wg.Done()
 	runID := newRunID()
-	sb, err := p.r.startSandbox(p.ctx, runID, p.log.With("run_id", runID))
+	sb, err := p.startFn(p.ctx, runID, p.log.With("run_id", runID))
 	if err != nil && p.ctx.Err() == nil {
 		// Count as starting while backing off, so a persistent failure
 		// (a missing image) is retried at a bounded rate.

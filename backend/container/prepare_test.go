@@ -146,21 +146,26 @@ func TestOwnerLiveness(t *testing.T) {
 	if !ownerLive(defaultOwner()) {
 		t.Fatal("this process judged dead")
 	}
-	host := strings.Split(defaultOwner(), "/")[0]
-	for _, dead := range []string{host + "/999999999/1", host + "/1/not-a-start"} {
+	if err := checkLabelValue("owner", defaultOwner()); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	for _, dead := range []string{"999999999.1." + hostTag(), "1.0." + hostTag(), host + "/999999999/1", host + "/1/not-a-start"} {
 		if ownerLive(dead) {
 			t.Errorf("%q judged live", dead)
 		}
 	}
-	// Labels not of the form host/pid/start (WithOwner) cannot be judged:
-	// their containers are left alone.
-	for _, foreign := range []string{"garbage", host + "/x/y", host + "/e2e-1-typescript-2"} {
+	// Labels of neither form (WithOwner) cannot be judged: their
+	// containers are left alone.
+	for _, foreign := range []string{"garbage", "e2e-1-typescript-2", "x.y.z", "1.2.3.4", host + "/x/y"} {
 		if !ownerLive(foreign) {
 			t.Errorf("%q judged dead; it cannot be judged", foreign)
 		}
 	}
-	if !ownerLive("some-other-host/1/2") {
-		t.Error("another host's owner judged dead; it cannot be judged from here")
+	for _, other := range []string{"1.1.00000000", "some-other-host/1/2"} {
+		if !ownerLive(other) {
+			t.Errorf("another host's owner %q judged dead; it cannot be judged from here", other)
+		}
 	}
 	base := t.TempDir()
 	own := filepath.Join(base, sockDirPrefix+"own")

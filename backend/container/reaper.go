@@ -2,10 +2,13 @@ package container
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -13,17 +16,21 @@ import (
 	"github.com/containerd/errdefs"
 )
 
-// Ownership. Every container carries LabelOwner = "<host>/<pid>/<start>",
+// Ownership. Every container carries LabelOwner = "<pid>.<start>.<host>",
 // where start is the owner process's start time in clock ticks since boot
-// (/proc/<pid>/stat field 22). A pid alone could be reused; the pair cannot.
-// An owner is live when it is on this host and a process with that pid and
-// that start time exists.
+// (/proc/<pid>/stat field 22) and host the first 8 hex digits of the
+// SHA-256 of the host's name (a valid label value whatever the name). A
+// pid alone could be reused; the pair cannot. An owner is live when it is
+// on this host and a process with that pid and that start time exists.
 //
 // A socket directory is named "s-<random>": the container sees its host
 // path in its mount table, so the name says nothing about the host. Its
 // owner, "<pid>.<start>", is in the sibling file "s-<random>.owner",
-// created before the directory and removed after it. Directories named
-// "run-<pid>.<start>-<random>", the earlier layout, are judged by name.
+// created before the directory and removed after it.
+//
+// Earlier versions labelled containers under "io.dsh-container." with
+// owner "<host>/<pid>/<start>" and named directories
+// "run-<pid>.<start>-<random>"; the reaper still judges and removes those.
 
 // processStart returns pid's start time, or "" if there is no such process.
 func processStart(pid int) string {
@@ -48,9 +55,24 @@ func processStart(pid int) string {
 
 var selfStart = processStart(os.Getpid())
 
-func defaultOwner() string {
+// hostTag is this host's tag in owner labels.
+func hostTag() string {
 	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), selfStart)
+	sum := sha256.Sum256([]byte(host))
+	return hex.EncodeToString(sum[:4])
+}
+
+func defaultOwner() string { return selfID() + "." + hostTag() }
+
+// OwnerOf returns the owner label a runtime in process pid puts on its
+// containers by default (WithOwner aside), or "" when there is no such
+// process: tests and tools find a process's containers with it.
+func OwnerOf(pid int) string {
+	start := processStart(pid)
+	if start == "" {
+		return ""
+	}
+	return fmt.Sprintf("%d.%s.%s", pid, start, hostTag())
 }
 
 // Socket directory naming.
@@ -76,11 +98,27 @@ func idLive(id string) bool {
 }
 
 // ownerLive judges an owner label. Owners on other hosts are reported
-// live: this process cannot judge them. So are labels not of the form
-// "<host>/<pid>/<start>" (set with WithOwner by an embedding program or a
-// test suite): the reaper cannot tell whether their owner lives, and a
-// shared daemon's running containers must not be removed on a guess.
+// live: this process cannot judge them. So are labels of any other form
+// (set with WithOwner by an embedding program or a test suite): the reaper
+// cannot tell whether their owner lives, and a shared engine's running
+// containers must not be removed on a guess.
 func ownerLive(owner string) bool {
+	parts := strings.Split(owner, ".")
+	if len(parts) != 3 {
+		return legacyOwnerLive(owner)
+	}
+	if parts[2] != hostTag() {
+		return true
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 || parts[1] == "" || strings.Trim(parts[1], "0123456789") != "" {
+		return true
+	}
+	return processStart(pid) == parts[1]
+}
+
+// legacyOwnerLive judges an earlier version's "<host>/<pid>/<start>".
+func legacyOwnerLive(owner string) bool {
 	parts := strings.Split(owner, "/")
 	if len(parts) != 3 {
 		return true
@@ -95,6 +133,13 @@ func ownerLive(owner string) bool {
 	}
 	return processStart(pid) == parts[2]
 }
+
+// Labels of earlier versions, still reaped.
+const (
+	legacyLabelManaged = "io.dsh-container.managed"
+	legacyLabelOwner   = "io.dsh-container.owner"
+	legacyLabelSockDir = "io.dsh-container.sockdir"
+)
 
 // dirLive judges the socket directory name in base by its owner file
 // (or, in the earlier layout, by its name). Names of neither form are not
@@ -114,6 +159,16 @@ func dirLive(base, name string) bool {
 		return false
 	}
 	return idLive(strings.TrimSpace(string(data)))
+}
+
+// validLabelValue reports a valid Kubernetes label value.
+var validLabelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
+
+func checkLabelValue(what, v string) error {
+	if len(v) > 63 || !validLabelValue.MatchString(v) {
+		return fmt.Errorf("%s %q is not a valid label value (at most 63 characters of [A-Za-z0-9._-], starting and ending alphanumeric)", what, v)
+	}
+	return nil
 }
 
 // ReapOptions configure Reap.
@@ -145,9 +200,20 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	legacy, err := d.List(ctx, legacyLabelManaged, "true")
+	if err != nil {
+		return rep, err
+	}
 	now := time.Now()
-	for _, c := range list {
-		if now.Sub(c.Created) < opts.Grace || ownerLive(c.Labels[LabelOwner]) {
+	for _, c := range append(list, legacy...) {
+		owner, bridge := c.Labels[LabelOwner], c.Labels[LabelBridge]
+		if _, ok := c.Labels[legacyLabelManaged]; ok {
+			owner = c.Labels[legacyLabelOwner]
+			if dir := c.Labels[legacyLabelSockDir]; filepath.Dir(dir) == filepath.Clean(opts.SocketDir) {
+				bridge = filepath.Base(dir)
+			}
+		}
+		if now.Sub(c.Created) < opts.Grace || ownerLive(owner) {
 			continue
 		}
 		if err := d.Remove(ctx, c.ID); err != nil && !errdefs.IsNotFound(err) {
@@ -155,7 +221,9 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 			continue
 		}
 		rep.Containers = append(rep.Containers, c.ID)
-		if dir := c.Labels[LabelSockDir]; dir != "" && filepath.Dir(dir) == filepath.Clean(opts.SocketDir) {
+		// The label names a directory in the socket folder, nothing else.
+		if bridge != "" && bridge == filepath.Base(bridge) && (strings.HasPrefix(bridge, sockDirPrefix) || strings.HasPrefix(bridge, "run-")) {
+			dir := filepath.Join(opts.SocketDir, bridge)
 			if err := os.RemoveAll(dir); err == nil {
 				rep.SocketDirs = append(rep.SocketDirs, dir)
 				os.Remove(dir + ownerSuffix)

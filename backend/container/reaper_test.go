@@ -28,9 +28,22 @@ func (d *reapDriver) List(ctx context.Context, label, value string) ([]Container
 
 func (d *reapDriver) add(t *testing.T, owner, sockDir string, age time.Duration) string {
 	t.Helper()
-	id, err := d.Create(context.Background(), Spec{Labels: map[string]string{
-		LabelManaged: "true", LabelOwner: owner, LabelSockDir: sockDir,
-	}})
+	labels := map[string]string{LabelManaged: "true", LabelOwner: owner}
+	if sockDir != "" {
+		labels[LabelBridge] = filepath.Base(sockDir)
+	}
+	return d.addLabels(t, labels, age)
+}
+
+// addLegacy adds a container labelled as earlier versions did.
+func (d *reapDriver) addLegacy(t *testing.T, owner, sockDir string, age time.Duration) string {
+	t.Helper()
+	return d.addLabels(t, map[string]string{legacyLabelManaged: "true", legacyLabelOwner: owner, legacyLabelSockDir: sockDir}, age)
+}
+
+func (d *reapDriver) addLabels(t *testing.T, labels map[string]string, age time.Duration) string {
+	t.Helper()
+	id, err := d.Create(context.Background(), Spec{Labels: labels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +68,7 @@ func TestReap(t *testing.T) {
 	live := defaultOwner()
 	// The same pid with another start time: the pid was reused, the owner
 	// is dead.
-	dead := fmt.Sprintf("%s/%d/%s", host, pid, "1")
+	dead := fmt.Sprintf("%d.1.%s", pid, hostTag())
 	hour := time.Hour
 
 	base, err := os.MkdirTemp("", "dshr")
@@ -98,25 +111,33 @@ func TestReap(t *testing.T) {
 	liveID := d.add(t, live, liveDir, hour)
 	deadID := d.add(t, dead, deadDir, hour)
 	deadYoung := d.add(t, dead, "", 0)
-	otherHost := d.add(t, "elsewhere.invalid/1/1", "", hour)
-	foreign := d.add(t, host+"/e2e-42-typescript-1", "", hour) // set by WithOwner: cannot be judged
+	otherHost := d.add(t, "1.1.00000000", "", hour)
+	foreign := d.add(t, "e2e-42-typescript-1", "", hour) // set by WithOwner: cannot be judged
 	noOwner := d.add(t, "", "", hour)
+	// Earlier versions' labels: a dead owner's container and its directory
+	// go, another host's stays.
+	legacyDir := mkdir(fmt.Sprintf("run-%d.1-legacy", pid), hour)
+	legacyDead := d.addLegacy(t, fmt.Sprintf("%s/%d/1", host, pid), legacyDir, hour)
+	legacyOther := d.addLegacy(t, "elsewhere.invalid/1/1", "", hour)
 
 	// With a grace period, only old leftovers of dead owners go.
 	rep, err := Reap(context.Background(), d, ReapOptions{SocketDir: base, Grace: 30 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rep.Containers, []string{deadID}) {
-		t.Fatalf("reaped containers %v, want only the dead owner's %s", rep.Containers, deadID)
+	slices.Sort(rep.Containers)
+	wantReaped := []string{deadID, legacyDead}
+	slices.Sort(wantReaped)
+	if !slices.Equal(rep.Containers, wantReaped) {
+		t.Fatalf("reaped containers %v, want only the dead owners' %v", rep.Containers, wantReaped)
 	}
 	slices.Sort(rep.SocketDirs)
-	want := []string{deadDir, garbled, orphan, noOwnerFile}
+	want := []string{deadDir, garbled, orphan, noOwnerFile, legacyDir}
 	slices.Sort(want)
 	if !slices.Equal(rep.SocketDirs, want) {
 		t.Fatalf("reaped socket dirs %v, want %v", rep.SocketDirs, want)
 	}
-	wantIDs := []string{liveID, deadYoung, otherHost, foreign}
+	wantIDs := []string{liveID, deadYoung, otherHost, foreign, legacyOther}
 	if noOwner != "" {
 		// An empty owner label cannot be judged either.
 		wantIDs = append(wantIDs, noOwner)

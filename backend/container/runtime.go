@@ -63,6 +63,12 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 	if _, err := backend.ParseLanguage(string(o.language)); err != nil {
 		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
 	}
+	if _, ok := d.(CPUMeter); !ok {
+		return nil, fmt.Errorf("%w: the %s driver cannot read a container's CPU time, so the compute budget could not be enforced", errdefs.ErrNotImplemented, d.Capabilities().Name)
+	}
+	if err := checkLabelValue("owner", o.owner); err != nil {
+		return nil, fmt.Errorf("%w: %w", errdefs.ErrInvalidArgument, err)
+	}
 	if o.image == "" {
 		return nil, fmt.Errorf("%w: container runtime needs a runner image", errdefs.ErrInvalidArgument)
 	}
@@ -88,7 +94,7 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 		r.strip = newStripper(maxStripWorkers)
 	}
 	if o.poolSize > 0 {
-		r.pool = newPool(r, o.poolSize, o.poolTTL, o.poolFill)
+		r.pool = newPool(r.startSandbox, r.log, o.poolSize, o.poolTTL, o.poolFill)
 	}
 	return r, nil
 }
@@ -176,33 +182,36 @@ func newRunID() string {
 
 // spec builds the container for one run: the hardening preset, the
 // configured limits, and nothing from the request.
-func (r *Runtime) spec(runID, sockDir string) Spec {
+func (r *Runtime) spec(runID string, ep *Endpoint) Spec {
 	l := r.opts.limits
 	var cmd []string
 	switch r.opts.language {
 	case backend.Python:
-		cmd = []string{"python3", "-I", "/opt/dsh/bootstrap.py", BridgeSocket}
+		cmd = []string{"python3", "-I", "/opt/dsh/bootstrap.py", ep.RunnerAddress}
 	default:
 		// V8's heap limit leaves room under the cgroup limit (v8HeapMiB):
 		// a heap bomb meets V8's abort, reported as oom.
-		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(v8HeapMiB(l.MemoryBytes), 10), "/opt/dsh/bootstrap.js", BridgeSocket}
+		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(v8HeapMiB(l.MemoryBytes), 10), "/opt/dsh/bootstrap.js", ep.RunnerAddress}
+	}
+	labels := map[string]string{
+		LabelManaged: "true",
+		LabelOwner:   r.opts.owner,
+		LabelRun:     runID,
+		LabelLang:    string(r.opts.language),
+	}
+	if ep.Label != "" {
+		labels[LabelBridge] = ep.Label
 	}
 	return Spec{
-		Name:       "dsh-" + runID,
-		Hostname:   "sandbox",
-		Image:      r.opts.image,
-		Cmd:        cmd,
-		Env:        []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
-		User:       RunnerUser,
-		WorkingDir: "/tmp",
-		Labels: map[string]string{
-			LabelManaged: "true",
-			LabelOwner:   r.opts.owner,
-			LabelRun:     runID,
-			LabelSockDir: sockDir,
-			LabelLang:    string(r.opts.language),
-		},
-		BindDir:         sockDir,
+		Name:            "dsh-" + runID,
+		Hostname:        "sandbox",
+		Image:           r.opts.image,
+		Cmd:             cmd,
+		Env:             []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
+		User:            RunnerUser,
+		WorkingDir:      "/tmp",
+		Labels:          labels,
+		BindDir:         ep.BindDir,
 		NetworkDisabled: true,
 		ReadOnlyRoot:    true,
 		CapDropAll:      true,

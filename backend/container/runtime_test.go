@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -583,12 +584,31 @@ func TestHelloFromTheWrongLanguage(t *testing.T) {
 func TestSpecIsHardened(t *testing.T) {
 	d := newFakeDriver(t, nil)
 	rt, _ := newTestRuntime(t, d, nil)
-	s := rt.spec("abc", "/tmp/x")
+	s := rt.spec("abc", &Endpoint{RunnerAddress: BridgeSocket, BindDir: "/tmp/x", Label: "s-x"})
 	if !s.NetworkDisabled || !s.ReadOnlyRoot || !s.CapDropAll || !s.NoNewPrivileges || !s.Init || !s.IPCPrivate || !s.LogDriverNone {
 		t.Fatalf("hardening flag missing: %+v", s)
 	}
-	if s.User != RunnerUser || s.BindDir != "/tmp/x" || s.Labels[LabelManaged] != "true" || s.Labels[LabelRun] != "abc" {
+	if s.User != RunnerUser || s.BindDir != "/tmp/x" || s.Labels[LabelManaged] != "true" || s.Labels[LabelRun] != "abc" || s.Labels[LabelBridge] != "s-x" {
 		t.Fatalf("identity/labels: %+v", s)
+	}
+	if s.Cmd[len(s.Cmd)-1] != BridgeSocket {
+		t.Fatalf("the runner is not told the endpoint's address: %v", s.Cmd)
+	}
+	// Every label is a valid Kubernetes label.
+	key := regexp.MustCompile(`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
+	for k, v := range s.Labels {
+		if !key.MatchString(k) {
+			t.Errorf("label key %q is not a valid Kubernetes label key", k)
+		}
+		if err := checkLabelValue(k, v); err != nil {
+			t.Error(err)
+		}
+	}
+	if s.Seccomp == nil {
+		t.Error("no seccomp profile in the spec")
+	}
+	if _, err := New(d, WithImage("x"), WithOwner("host/pid/start")); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("an owner that is not a label value: %v", err)
 	}
 	for _, e := range s.Env {
 		if !strings.HasPrefix(e, "PATH=") && !strings.HasPrefix(e, "HOME=") && !strings.HasPrefix(e, "LANG=") {

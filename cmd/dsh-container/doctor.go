@@ -1,13 +1,9 @@
 package main
 
 import (
-	"time"
-
 	"context"
 	"errors"
 	"fmt"
-	dcontainer "github.com/docker/docker/api/types/container"
-	"github.com/docker/docker/client"
 	"maps"
 	"os"
 	"os/exec"
@@ -49,28 +45,22 @@ func runDoctor(ctx context.Context, f *factory) error {
 		return errDoctor
 	}
 	defer drv.Close()
-	cli := drv.Client()
-	ver, err := cli.ServerVersion(ctx)
+	info, err := drv.Describe(ctx)
 	if err != nil {
-		bad("check the daemon's health (`docker info`)", "daemon version: %v", err)
+		bad("check the engine's health (`docker info`)", "engine: %v", err)
 		return errDoctor
 	}
-	ok("daemon %s reachable, API %s (client negotiated %s)", ver.Version, ver.APIVersion, cli.ClientVersion())
-	info, err := cli.Info(ctx)
-	if err != nil {
-		bad("check the daemon's health (`docker info`)", "daemon info: %v", err)
-		return errDoctor
-	}
-	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Driver)
-	if !slices.ContainsFunc(info.SecurityOptions, func(o string) bool { return strings.HasPrefix(o, "name=seccomp") }) {
-		bad("run the daemon on a kernel and build with seccomp support", "the daemon does not support seccomp (security options %v): the syscall filter would not apply", info.SecurityOptions)
+	ok("%s reachable, API %s", info.Engine, info.API)
+	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Storage)
+	if !info.Seccomp {
+		bad("run the engine on a kernel and build with seccomp support", "the engine does not apply seccomp profiles: the syscall filter would not apply")
 	} else {
 		ok("seccomp: programs run under our profile, %d syscalls allowed against %d in Docker's default (removed: %s); --seccomp default keeps the engine's",
 			seccomp.Count(seccomp.Profile()), seccomp.Count(seccomp.Default()), strings.Join(seccomp.Removed(), " "))
 	}
 	ok("OCI runtimes registered: %s (default %s)", strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), info.DefaultRuntime)
-	if rs, found := info.Runtimes["runsc"]; found {
-		args := strings.Join(rs.Args, " ")
+	if rsArgs, found := info.Runtimes["runsc"]; found {
+		args := strings.Join(rsArgs, " ")
 		if strings.Contains(args, "--host-uds=open") && strings.Contains(args, "--network=none") {
 			ok("runsc is configured with --host-uds=open --network=none")
 		} else {
@@ -84,10 +74,11 @@ func runDoctor(ctx context.Context, f *factory) error {
 		note("crun is not registered; --runtime crun is unavailable")
 	}
 
-	statuses, err := images.Check(ctx, cli, images.Runners)
+	refs, err := drv.ImageRefs(ctx)
 	if err != nil {
-		bad("check the daemon's health", "images: %v", err)
+		bad("check the engine's health", "images: %v", err)
 	}
+	statuses := images.Check(refs, images.Runners)
 	for _, st := range statuses {
 		switch {
 		case st.Present:
@@ -105,7 +96,7 @@ func runDoctor(ctx context.Context, f *factory) error {
 			if _, found := info.Runtimes[name]; !found {
 				continue
 			}
-			switch err := probeRuntime(ctx, cli, statuses[0].Tag, name); {
+			switch err := drv.Probe(ctx, statuses[0].Tag, []string{"node", "-e", "0"}, name); {
 			case err != nil && name == info.DefaultRuntime:
 				bad("fix the daemon's default OCI runtime (see `docker info`)", "the default runtime %s cannot start a container here: %v", name, err)
 			case err != nil:
@@ -130,31 +121,4 @@ func runDoctor(ctx context.Context, f *factory) error {
 	}
 	fmt.Fprintln(f.stdout, "all checks passed")
 	return nil
-}
-
-// probeRuntime starts and removes a trivial container under an OCI
-// runtime.
-func probeRuntime(ctx context.Context, cli *client.Client, image, runtime string) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	resp, err := cli.ContainerCreate(ctx,
-		&dcontainer.Config{Image: image, Cmd: []string{"node", "-e", "0"}, Entrypoint: []string{}, Labels: map[string]string{container.LabelPrefix + "doctor": "probe"}},
-		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime}, nil, nil, "")
-	if err != nil {
-		return err
-	}
-	defer cli.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true})
-	wait, errc := cli.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
-	if err := cli.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err != nil {
-		return err
-	}
-	select {
-	case r := <-wait:
-		if r.StatusCode != 0 {
-			return fmt.Errorf("the probe exited with status %d", r.StatusCode)
-		}
-		return nil
-	case err := <-errc:
-		return err
-	}
 }

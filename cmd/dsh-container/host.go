@@ -27,7 +27,7 @@ func readyHost(ctx context.Context, f *factory, drv *docker.Driver, log *slog.Lo
 		if err != nil {
 			return nil, err
 		}
-		if ok, err := images.Exists(ctx, drv.Client(), tag); err != nil {
+		if ok, err := drv.ImageExists(ctx, tag); err != nil {
 			return nil, err
 		} else if !ok {
 			return nil, images.ErrMissing(tag)

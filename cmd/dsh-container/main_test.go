@@ -91,22 +91,13 @@ func requireRunners(t *testing.T, langs ...backend.Language) {
 	checkOwnContainers(t, d, true)
 }
 
-// cliOwner is the owner label the CLI puts on its containers:
-// backend/container's default, "<hostname>/<pid>/<start>" of the process
-// (/proc/<pid>/stat field 22). The tests run the CLI in-process, so it is
-// this process's.
+// cliOwner is the owner label the CLI puts on its containers: the
+// runtime's default for this process (the tests run the CLI in-process).
 var cliOwner = sync.OnceValues(func() (string, error) {
-	data, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		return "", err
+	if owner := container.OwnerOf(os.Getpid()); owner != "" {
+		return owner, nil
 	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 20 {
-		return "", fmt.Errorf("/proc/self/stat: %q", s)
-	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s/%d/%s", host, os.Getpid(), fields[19]), nil
+	return "", fmt.Errorf("cannot read this process's start time")
 })
 
 // checkOwnContainers registers the leak check of t: when t ends, no

@@ -190,13 +190,12 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		runtimes = append(runtimes, rt)
 		srvOpts = append(srvOpts, server.WithRuntime(rt))
 	}
-	cli := drv.Client()
 	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
-		if _, err := cli.Ping(ctx); err != nil {
-			return fmt.Errorf("cannot reach the Docker daemon: %v", err)
+		if err := drv.Ping(ctx); err != nil {
+			return err
 		}
 		for _, l := range langs {
-			if ok, err := images.Exists(ctx, cli, tags[l]); err != nil {
+			if ok, err := drv.ImageExists(ctx, tags[l]); err != nil {
 				return fmt.Errorf("checking the %s runner image: %v", l, err)
 			} else if !ok {
 				return images.ErrMissing(tags[l])

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,8 +23,10 @@ import (
 	dtypes "github.com/docker/docker/api/types"
 	dcontainer "github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	dimage "github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/mount"
 	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/api/types/system"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
@@ -43,6 +47,11 @@ type apiClient interface {
 	ContainerKill(ctx context.Context, container, signal string) error
 	ContainerRemove(ctx context.Context, container string, options dcontainer.RemoveOptions) error
 	ContainerList(ctx context.Context, options dcontainer.ListOptions) ([]dcontainer.Summary, error)
+	ImageList(ctx context.Context, options dimage.ListOptions) ([]dimage.Summary, error)
+	ImageInspect(ctx context.Context, image string, opts ...client.ImageInspectOption) (dimage.InspectResponse, error)
+	Info(ctx context.Context) (system.Info, error)
+	ServerVersion(ctx context.Context) (dtypes.Version, error)
+	Ping(ctx context.Context) (dtypes.Ping, error)
 }
 
 // Driver drives containers through a Docker daemon.
@@ -50,13 +59,23 @@ type Driver struct {
 	api apiClient
 	cli *client.Client
 
+	// runtimes are the daemon's registered OCI runtimes (nil when they
+	// could not be read: then any name is passed on to the daemon).
+	runtimes       []string
+	defaultRuntime string
+
 	mu      sync.Mutex
 	cgroups map[string]cgroupAccounting // container id → its accounting files
 }
 
 var (
-	_ container.Driver      = (*Driver)(nil)
-	_ container.MemoryMeter = (*Driver)(nil)
+	_ container.Driver         = (*Driver)(nil)
+	_ container.CPUMeter       = (*Driver)(nil)
+	_ container.MemoryMeter    = (*Driver)(nil)
+	_ container.OutputAttacher = (*Driver)(nil)
+	_ container.ImageChecker   = (*Driver)(nil)
+	_ container.Describer      = (*Driver)(nil)
+	_ container.Prober         = (*Driver)(nil)
 )
 
 // New connects to the daemon named by the environment (DOCKER_HOST...,
@@ -70,11 +89,29 @@ func New(ctx context.Context) (*Driver, error) {
 		cli.Close()
 		return nil, translate(err, "")
 	}
-	return &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]cgroupAccounting{}}, nil
+	d := &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]cgroupAccounting{}}
+	if info, err := cli.Info(ctx); err == nil {
+		d.runtimes = slices.Sorted(maps.Keys(info.Runtimes))
+		d.defaultRuntime = info.DefaultRuntime
+	}
+	return d, nil
 }
 
-// Client exposes the underlying client for tooling (doctor, images).
+// Client exposes the underlying client for the Docker-only image build
+// (package images). Everything else goes through the driver's verbs.
 func (d *Driver) Client() *client.Client { return d.cli }
+
+// Capabilities implements container.Driver. The runtimes are read from the
+// daemon when the driver connects.
+func (d *Driver) Capabilities() container.Capabilities {
+	return container.Capabilities{Name: "docker", Runtimes: d.runtimes, DefaultRuntime: d.defaultRuntime}
+}
+
+// Endpoint implements container.Driver: a Unix socket in a private
+// directory, bind-mounted into the container.
+func (d *Driver) Endpoint(_ context.Context, req container.EndpointRequest) (*container.Endpoint, error) {
+	return container.NewUnixEndpoint(req.SocketDir)
+}
 
 // Close releases the client.
 func (d *Driver) Close() error {
@@ -170,18 +207,51 @@ func seccompJSON(p *specs.LinuxSeccomp) string {
 	return string(b)
 }
 
-// Create implements container.Driver.
+// createTimeout bounds a create, which is never cut short by the
+// caller's cancellation (see Create).
+const createTimeout = 30 * time.Second
+
+// Create implements container.Driver. It runs to completion under a
+// bounded, non-cancellable context: the daemon may create the container
+// after a client gave up, and then nobody would know its id to remove it.
+// When it fails anyway, the container is removed by its name (the daemon
+// may have created it before a timeout); NotFound is the usual answer.
 func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
+	if s.OCIRuntime != "" && d.runtimes != nil && !slices.Contains(d.runtimes, s.OCIRuntime) {
+		return "", fmt.Errorf("%w: OCI runtime %q is not registered with the Docker daemon (it has %s); register it in /etc/docker/daemon.json", errdefs.ErrNotImplemented, s.OCIRuntime, strings.Join(d.runtimes, ", "))
+	}
 	cfg, hc := Translate(s)
-	resp, err := d.api.ContainerCreate(ctx, cfg, hc, nil, nil, s.Name)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
+	defer cancel()
+	resp, err := d.api.ContainerCreate(cctx, cfg, hc, nil, nil, s.Name)
 	if err != nil {
+		if s.Name != "" {
+			_ = d.api.ContainerRemove(cctx, s.Name, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		}
 		return "", translate(err, s.Image)
+	}
+	if err := ctx.Err(); err != nil {
+		_ = d.api.ContainerRemove(cctx, resp.ID, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
+		return "", err
 	}
 	return resp.ID, nil
 }
 
-// Attach implements container.Driver.
-func (d *Driver) Attach(ctx context.Context, id string) (container.Streams, error) {
+// StartAttached implements container.OutputAttacher: it attaches to the
+// container's output, then starts it, so no byte is missed.
+func (d *Driver) StartAttached(ctx context.Context, id string) (container.Streams, error) {
+	st, err := d.attach(ctx, id)
+	if err != nil {
+		return container.Streams{}, err
+	}
+	if err := d.Start(ctx, id); err != nil {
+		st.Close()
+		return container.Streams{}, err
+	}
+	return st, nil
+}
+
+func (d *Driver) attach(ctx context.Context, id string) (container.Streams, error) {
 	hj, err := d.api.ContainerAttach(ctx, id, dcontainer.AttachOptions{Stream: true, Stdout: true, Stderr: true})
 	if err != nil {
 		return container.Streams{}, translate(err, "")

@@ -98,8 +98,9 @@ func resolve(m *mobyseccomp.Seccomp, arches []string) *specs.LinuxSeccomp {
 			Action: call.Action,
 			Args:   slices.Clone(call.Args),
 		}
-		if call.Name != "" { // the older single-name form
-			r.Names = append(r.Names, call.Name)
+		//lint:ignore SA1019 old JSON profiles name a call in the single-name field
+		if name := call.Name; name != "" {
+			r.Names = append(r.Names, name)
 		}
 		if call.ErrnoRet != nil {
 			v := *call.ErrnoRet

@@ -1,0 +1,117 @@
+package container
+
+// Outcome classification: how a run that did not finish by itself ended,
+// from facts the program cannot forge, and the bounds on failure messages.
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/portproto"
+)
+
+// lostRunner classifies a broken bridge: a protocol violation, or the
+// container dying (which is then reported by its exit status).
+func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
+	if portproto.IsProtocolError(err) {
+		return &backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: " + err.Error()}
+	}
+	// The connection usually breaks because the container is exiting;
+	// give its status a moment to arrive.
+	t := time.NewTimer(2 * time.Second)
+	defer t.Stop()
+	select {
+	case st := <-sb.exit:
+		return sb.exitFailure(st)
+	case <-t.C:
+	case <-ctx.Done():
+		return abortFailure(ctx)
+	}
+	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
+}
+
+// v8AbortStatus is a TypeScript runner's exit status when V8 aborts the
+// process (SIGABRT through the init process: 128+6).
+const v8AbortStatus = 134
+
+// v8HeapNear is the container memory use, as a fraction of V8's heap
+// limit, at or above which a V8 abort counts as heap exhaustion.
+const v8HeapNear = 0.9
+
+// exitFailure classifies the container's death from facts the program
+// cannot forge by printing: the kernel's OOM kill, and for TypeScript,
+// whose V8 heap is capped below the cgroup limit on purpose (v8HeapMiB),
+// V8's abort status together with memory use the host measured near that
+// cap. Nothing the program writes decides the kind.
+func (sb *sandbox) exitFailure(st ExitStatus) *backend.Failure {
+	if st.Code != 0 {
+		// The runner's last output drains a moment after its exit
+		// status arrives; keep it in the logs.
+		drained := make(chan struct{})
+		go func() {
+			sb.readers.Wait()
+			close(drained)
+		}()
+		t := time.NewTimer(time.Second)
+		select {
+		case <-drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	if !st.OOMKilled && st.Code == v8AbortStatus && sb.lang == backend.TypeScript {
+		// One last sample: the cgroup may still be there.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		sb.sampleMemory(ctx)
+		cancel()
+		heap := v8HeapMiB(sb.limits.MemoryBytes) << 20
+		if peak := sb.peakMemory.Load(); float64(peak) >= v8HeapNear*float64(heap) {
+			return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB (the JavaScript heap reached its %d MiB cap; the container peaked at %d MiB)",
+				sb.limits.MemoryBytes>>20, heap>>20, peak>>20)}
+		}
+	}
+	return exitFailure(st, sb.limits)
+}
+
+func exitFailure(st ExitStatus, l Limits) *backend.Failure {
+	if st.OOMKilled {
+		return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB", l.MemoryBytes>>20)}
+	}
+	msg := fmt.Sprintf("the container exited with status %d before the program finished", st.Code)
+	if st.Err != nil {
+		msg = "the container stopped before the program finished: " + st.Err.Error()
+	}
+	return &backend.Failure{Kind: backend.FailureExit, Message: msg}
+}
+
+// maxFailureBytes caps the failure message a runner reports: it reaches
+// the model like logs do, and must not bypass their cap.
+const maxFailureBytes = 16 << 10
+
+func describeError(e *portproto.ProgramError) string {
+	msg := e.Stack
+	switch {
+	case msg != "":
+	case e.Message == "":
+		msg = e.Name
+	default:
+		msg = e.Name + ": " + e.Message
+	}
+	return cutMessage(msg)
+}
+
+// cutMessage cuts a message to maxFailureBytes on a rune boundary, saying
+// how much was cut.
+func cutMessage(msg string) string {
+	if len(msg) <= maxFailureBytes {
+		return msg
+	}
+	cut := maxFailureBytes
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + fmt.Sprintf("… (%d more bytes cut)", len(msg)-cut)
+}
