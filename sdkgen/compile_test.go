@@ -42,8 +42,12 @@ const generatedSets = 200
 //   - the same holds for generatedSets random tool sets (genTools);
 //   - each Python source compiles and executes under python3, the methods
 //     of class Tools are exactly the expected ones, each carries its
-//     description as docstring, and each TypedDict argument has exactly the
-//     schema's required and optional keys.
+//     description as docstring, each TypedDict argument has exactly the
+//     schema's required and optional keys, and each return annotation is
+//     str for a text result or the output schema's type (a TypedDict with
+//     exactly its keys for a record);
+//   - structured results (the output case) type-check where used as their
+//     output schema says and fail where misused.
 func TestGoldenCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipped in -short mode: runs the compilers in containers")
@@ -248,6 +252,42 @@ func writeCallChecks(t *testing.T, dir string, fixtures map[string][]Tool) {
 		writeFile(t, filepath.Join(basic, f), "export {};\n"+body+"\n")
 	}
 
+	// Structured results: each call resolves to the type its output schema
+	// describes, and misuse of that type does not type-check.
+	output := filepath.Join(dir, "output")
+	writeFile(t, filepath.Join(output, "sdk.ts"), TypeScriptSource(fixtures["output"]))
+	writeFile(t, filepath.Join(output, "ok.ts"), `export async function program(): Promise<unknown> {
+  const r = await tools["count_words"]({ text: "a b" });
+  const n: number = r.count;
+  const w: string[] = r.words;
+  const l: string | null | undefined = r.longest;
+  const issues = await tools["list-issues"]({});
+  const titles: string[] = issues.map((i) => i.title + i.id.toFixed(0));
+  const weather = await tools["weather"]({ city: "Oslo" });
+  const unit: "C" | "F" = weather.unit;
+  const speed: number = weather.wind.speed;
+  const hits: { [key: string]: number } = await tools["search"]({ q: "x" });
+  const anything: unknown = await tools["opaque"]({});
+  const text: string = await tools["plain_text"]({});
+  return [n, w, l, titles, unit, speed, hits, anything, text];
+}
+`)
+	outputWrong := map[string]string{
+		"wrong_string.ts":   `const s: Promise<string> = tools["count_words"]({ text: "a" });`,
+		"wrong_field.ts":    `tools["count_words"]({ text: "a" }).then((r) => r.total);`,
+		"wrong_type.ts":     `tools["count_words"]({ text: "a" }).then((r) => { const s: string = r.count; return s; });`,
+		"wrong_closed.ts":   `tools["weather"]({ city: "a" }).then((r) => r.humidity);`,
+		"wrong_nested.ts":   `tools["weather"]({ city: "a" }).then((r) => { const s: string = r.wind.speed; return s; });`,
+		"wrong_enum.ts":     `tools["weather"]({ city: "a" }).then((r) => { const u: "K" = r.unit; return u; });`,
+		"wrong_array.ts":    `tools["list-issues"]({}).then((r) => r.title);`,
+		"wrong_map.ts":      `tools["search"]({ q: "x" }).then((r) => { const s: string = r["a"]; return s; });`,
+		"wrong_unknown.ts":  `tools["opaque"]({}).then((r) => r.anything);`,
+		"wrong_textcall.ts": `tools["plain_text"]({}).then((r) => r.count);`,
+	}
+	for f, body := range outputWrong {
+		writeFile(t, filepath.Join(output, f), "export {};\n"+body+"\n")
+	}
+
 	// Every adversarial name is reachable as written.
 	names := filepath.Join(dir, "names")
 	writeFile(t, filepath.Join(names, "sdk.ts"), TypeScriptSource(fixtures["names"]))
@@ -286,6 +326,32 @@ type pyExpectation struct {
 	// Alternatives, when set, is how many alternatives the argument's
 	// union type has (typing.get_args).
 	Alternatives *int `json:"alternatives,omitempty"`
+	// Return is what the return annotation must be.
+	Return pyReturn `json:"return"`
+}
+
+// pyReturn is a method's expected return annotation: "str" for a tool
+// without an output schema (or with one of type string); for one with an
+// output schema whose shape is a record, "typeddict" with its required and
+// optional keys; "other" for any other declared shape (checked to be
+// neither str nor missing).
+type pyReturn struct {
+	Kind     string   `json:"kind"`
+	Required []string `json:"required,omitempty"`
+	Optional []string `json:"optional,omitempty"`
+}
+
+// recordKeys splits a record shape's keys into required and optional.
+func recordKeys(s *shape) (required, optional []string) {
+	required, optional = []string{}, []string{}
+	for _, f := range s.fields {
+		if f.required {
+			required = append(required, f.key)
+		} else {
+			optional = append(optional, f.key)
+		}
+	}
+	return required, optional
 }
 
 // bigUnion is a long union TestGoldenCompile checks, with the number of
@@ -324,13 +390,16 @@ func pyExpectations(tools []Tool) map[string]map[string]pyExpectation {
 			e.Doc = &doc
 		}
 		if s := buildShape(parseJSON(t.InputSchema), 0); s.kind == kObject && len(s.fields) > 0 {
-			e.Required, e.Optional = []string{}, []string{}
-			for _, f := range s.fields {
-				if f.required {
-					e.Required = append(e.Required, f.key)
-				} else {
-					e.Optional = append(e.Optional, f.key)
-				}
+			e.Required, e.Optional = recordKeys(s)
+		}
+		e.Return.Kind = "str"
+		if t.hasOutput() {
+			switch s := buildShape(parseJSON(t.OutputSchema), 0); {
+			case s.kind == kObject && len(s.fields) > 0:
+				e.Return.Kind = "typeddict"
+				e.Return.Required, e.Return.Optional = recordKeys(s)
+			case s.kind != kString: // an output schema of type string is str too
+				e.Return.Kind = "other"
 			}
 		}
 		methods[t.Name] = e
@@ -377,8 +446,16 @@ def main(d):
                     problems.append("%s: keys %r / %r, want %r / %r" % (m, sorted(args.__required_keys__), sorted(args.__optional_keys__), w["required"], w["optional"]))
             if w.get("alternatives") is not None and len(typing.get_args(args)) != w["alternatives"]:
                 problems.append("%s: %d alternatives, want %d" % (m, len(typing.get_args(args)), w["alternatives"]))
-            if f.__annotations__.get("return") is not str:
-                problems.append("%s: return annotation %r" % (m, f.__annotations__.get("return")))
+            ret, wr = f.__annotations__.get("return", "missing"), w["return"]
+            if wr["kind"] == "str" and ret is not str:
+                problems.append("%s: return annotation %r, want str" % (m, ret))
+            elif wr["kind"] == "typeddict":
+                if not typing.is_typeddict(ret):
+                    problems.append("%s: return %r is not a TypedDict" % (m, ret))
+                elif set(ret.__required_keys__) != set(wr.get("required", [])) or set(ret.__optional_keys__) != set(wr.get("optional", [])):
+                    problems.append("%s: return keys %r / %r, want %r / %r" % (m, sorted(ret.__required_keys__), sorted(ret.__optional_keys__), wr.get("required"), wr.get("optional")))
+            elif wr["kind"] == "other" and (ret is str or ret == "missing"):
+                problems.append("%s: return annotation %r for a tool with an output schema" % (m, ret))
         err = ns["ToolCallError"]
         if not issubclass(err, Exception) or err.__annotations__.get("tool_name") is not str:
             problems.append("ToolCallError stub")

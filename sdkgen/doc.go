@@ -39,7 +39,9 @@
 // TypeScriptSource declares `declare const tools: {...}` with every tool
 // as a quoted key (no aliases: `tools["my-tool"](args)`), arguments as
 // inline object types (keys that are not ASCII identifiers quoted) and
-// results as Promise<string>. JSDoc text cannot close its comment ("*/" is
+// results as Promise<string>, or, for a tool with an OutputSchema (MCP's
+// outputSchema, the canonical output of seed 004), as a Promise of the type
+// that schema describes. JSDoc text cannot close its comment ("*/" is
 // written "*\/") and a line starting with "@" is written "\@" so that it
 // is not read as a tag. String literals escape every non-printable
 // character. The output passes `tsc --noEmit --strict`.
@@ -47,12 +49,14 @@
 // # Python
 //
 // PythonSource follows seed 004: a TypedDict per argument shape, named from
-// the PascalCased tool name plus "Args" (nested object shapes append their
-// path: property names, "Item", "Value", "VariantN"), unique in the module,
+// the PascalCased tool name plus "Args", and per output shape, named with
+// "Output" (nested object shapes append their path: property names, "Item",
+// "Value", "VariantN"); a method returns str, or the output schema's type
+// for a tool with one; unique in the module,
 // never a keyword, builtin or module name, and defined before use so the
 // module also executes; class Tools with one `async def` per tool whose
 // docstring is the first statement of its body; a tool whose name cannot be
-// a method (see below) listed as a `# tools["name"](args: T) -> str`
+// a method (see below) listed as a `# tools["name"](args: T) -> R`
 // comment in its sorted place; an explicit `pass` when no method is
 // emitted; list/dict nesting capped at MaxListNesting so no line nears
 // CPython's 200-bracket limit; keys that cannot be class-body fields select
@@ -76,6 +80,11 @@
 // (Any, Literal, NotRequired, TypedDict, Union, str, int, float, bool,
 // list, dict): a method of that name would shadow it. Such tools remain
 // callable as tools["name"](args).
+//
+// Both instructions say a call resolves to the tool's text; when a visible
+// tool declares an output schema they add one sentence saying such a tool
+// resolves to its structured value instead (so a tool set without output
+// schemas keeps its text byte for byte).
 //
 // The Python instructions state the runtime contract of seed 004: the
 // stubs are for reading only; when the program runs, the only names bound

@@ -146,3 +146,21 @@ func ExampleRender() {
 	// typescript: "declare const tools: {};" <nil>
 	// true sdkgen: unknown language "ruby" (known: python, typescript)
 }
+
+// A tool with an output schema (MCP's outputSchema) resolves to the value
+// that schema describes instead of its text.
+func ExampleTypeScriptSource_outputSchema() {
+	fmt.Print(sdkgen.TypeScriptSource([]sdkgen.Tool{{
+		Name:         "weather",
+		InputSchema:  json.RawMessage(`{"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}`),
+		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]}`),
+	}}))
+	// Output:
+	// declare const tools: {
+	//   "weather": (args: {
+	//     city: string;
+	//   }) => Promise<{
+	//     celsius: number;
+	//   }>;
+	// };
+}

@@ -28,9 +28,9 @@ func fuzzRenderer(f *testing.F, render func([]Tool) string, check func(string) e
 	f.Fuzz(func(t *testing.T, name, desc string, schema []byte, name2 string, schema2 []byte) {
 		tools := []Tool{
 			{Name: name, Description: desc, InputSchema: schema},
-			{Name: name2, Description: desc, InputSchema: schema2},
+			{Name: name2, Description: desc, InputSchema: schema2, OutputSchema: schema},
 			{Name: name + "2", Description: name2, InputSchema: schema2},
-			{Name: strings.ToUpper(name), Description: "", InputSchema: schema},
+			{Name: strings.ToUpper(name), Description: "", InputSchema: schema, OutputSchema: schema2},
 		}
 		out := render(tools)
 		if err := check(out); err != nil {

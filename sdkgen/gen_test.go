@@ -119,6 +119,13 @@ func genTools(r *rand.Rand) []Tool {
 			panic(err)
 		}
 		tools[i] = Tool{Name: genString(r), Description: genString(r) + "\n" + genString(r), InputSchema: b}
+		if r.Intn(3) == 0 { // a structured result
+			out, err := json.Marshal(genSchema(r, 1+r.Intn(6)))
+			if err != nil {
+				panic(err)
+			}
+			tools[i].OutputSchema = out
+		}
 	}
 	return tools
 }

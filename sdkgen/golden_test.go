@@ -29,13 +29,16 @@ var goldenOutputs = []struct {
 	{"prompt-py.md", PythonPrompt},
 }
 
-// fixtureTool is one entry of a tools.json file. inputSchemaText, when
-// set, is used verbatim as the schema bytes, for inputs that are not JSON.
+// fixtureTool is one entry of a tools.json file. inputSchemaText and
+// outputSchemaText, when set, are used verbatim as the schema bytes, for
+// inputs that are not JSON.
 type fixtureTool struct {
-	Name            string          `json:"name"`
-	Description     string          `json:"description"`
-	InputSchema     json.RawMessage `json:"inputSchema"`
-	InputSchemaText *string         `json:"inputSchemaText"`
+	Name             string          `json:"name"`
+	Description      string          `json:"description"`
+	InputSchema      json.RawMessage `json:"inputSchema"`
+	InputSchemaText  *string         `json:"inputSchemaText"`
+	OutputSchema     json.RawMessage `json:"outputSchema"`
+	OutputSchemaText *string         `json:"outputSchemaText"`
 }
 
 func loadFixture(t testing.TB, path string) []Tool {
@@ -50,9 +53,12 @@ func loadFixture(t testing.TB, path string) []Tool {
 	}
 	tools := make([]Tool, len(fts))
 	for i, ft := range fts {
-		tools[i] = Tool{Name: ft.Name, Description: ft.Description, InputSchema: ft.InputSchema}
+		tools[i] = Tool{Name: ft.Name, Description: ft.Description, InputSchema: ft.InputSchema, OutputSchema: ft.OutputSchema}
 		if ft.InputSchemaText != nil {
 			tools[i].InputSchema = json.RawMessage(*ft.InputSchemaText)
+		}
+		if ft.OutputSchemaText != nil {
+			tools[i].OutputSchema = json.RawMessage(*ft.OutputSchemaText)
 		}
 	}
 	return tools
@@ -138,7 +144,8 @@ func TestDeterminism(t *testing.T) {
 }
 
 func toolEqual(a, b Tool) bool {
-	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema)
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
+		bytes.Equal(a.OutputSchema, b.OutputSchema)
 }
 
 // lineDiff returns the first differing lines of want and got, with a

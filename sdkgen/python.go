@@ -36,7 +36,7 @@ const pyInstructions = "The tools below are available to programs you run with t
 	"How to write the program:\n" +
 	"- Write the body of an async function in Python 3. Top-level `await` and `return` work.\n" +
 	"- Call a tool with `await tools.name(args)` for a method declared below, or with `await tools[\"name\"](args)` for any tool; " +
-	"a tool listed only as a comment must be called the second way. A call returns the tool's text output as a `str`.\n" +
+	"a tool listed only as a comment must be called the second way. " + pyTextResult + "\n" +
 	"- The declarations below are static stubs, for reading only. When the program runs, the only names bound apart from Python's builtins " +
 	"and the modules you import are `tools` and `ToolCallError`: the other classes declared below (`Tools` and the `TypedDict` classes, " +
 	"such as the `...Args` ones) do not exist, nor do the `typing` names unless you import them.\n" +
@@ -47,6 +47,15 @@ const pyInstructions = "The tools below are available to programs you run with t
 	"\n" +
 	"The `tools` object:\n" +
 	"\n"
+
+// pyTextResult is the sentence of pyInstructions that pyOutputSentence
+// follows.
+const pyTextResult = "A call returns the tool's text output as a `str`."
+
+// pyOutputSentence explains results typed by an output schema; it is said
+// only when a tool declares one.
+const pyOutputSentence = " A tool declared with another return type (from its output schema) returns that structured value instead: " +
+	"plain `dict`, `list`, `str`, `int`, `float`, `bool` and `None` values you can use directly, without `json.loads`."
 
 const pyHeader = `from typing import Any, Literal, NotRequired, TypedDict, Union
 
@@ -137,19 +146,20 @@ func PythonSource(tools []Tool) string {
 		if base == "" || base[0] >= '0' && base[0] <= '9' {
 			base = "Tool" + base
 		}
-		if len(base) > maxClassName-len("Args") {
-			base = base[:maxClassName-len("Args")]
+		args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base[:min(len(base), maxClassName-len("Args"))]+"Args", 0)
+		ret := "str"
+		if t.hasOutput() {
+			ret = m.typ(buildShape(parseJSON(t.OutputSchema), 0), base[:min(len(base), maxClassName-len("Output"))]+"Output", 0)
 		}
-		args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base+"Args", 0)
 		if !pyMethodName(t.Name) {
-			body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> str\n")
+			body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> " + ret + "\n")
 			for _, l := range docLines(t.Description) {
 				body.WriteString(strings.TrimRight("    #     "+l, " ") + "\n")
 			}
 			continue
 		}
 		methods++
-		body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> str:\n")
+		body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> " + ret + ":\n")
 		writePyDocstring(&body, "        ", t.Description)
 		body.WriteString("        ...\n")
 	}
@@ -172,7 +182,7 @@ func PythonSource(tools []Tool) string {
 // PythonPrompt renders the whole Python SDK prompt section: usage
 // instructions followed by the stub block in a Markdown code block.
 func PythonPrompt(tools []Tool) string {
-	return pyInstructions + fence("python", PythonSource(tools))
+	return instructions(pyInstructions, pyTextResult, pyOutputSentence, tools) + fence("python", PythonSource(tools))
 }
 
 // writePyDocstring writes desc as a docstring at indent, escaped (see

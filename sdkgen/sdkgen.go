@@ -18,6 +18,23 @@ type Tool struct {
 	Description string
 	// InputSchema is the JSON Schema of the tool's arguments (any JSON).
 	InputSchema json.RawMessage
+	// OutputSchema, when not empty, is the JSON Schema of the tool's
+	// structured result (MCP's outputSchema): the value a call resolves
+	// to. Empty means the call resolves to the tool's text output.
+	OutputSchema json.RawMessage
+}
+
+// hasOutput reports whether the tool declares a structured result.
+func (t Tool) hasOutput() bool { return len(bytes.TrimSpace(t.OutputSchema)) > 0 }
+
+// anyOutput reports whether any of tools declares a structured result.
+func anyOutput(tools []Tool) bool {
+	for _, t := range tools {
+		if t.hasOutput() {
+			return true
+		}
+	}
+	return false
 }
 
 // Language is a program language an SDK can be rendered for; it matches a
@@ -83,7 +100,7 @@ func Render(lang Language, format Format, tools []Tool) (string, error) {
 // visible returns the tools an SDK shows, in SDK order: names (and
 // descriptions) with invalid UTF-8 repaired, ReservedTool dropped, sorted
 // by name byte-wise, and of several tools sharing a name only the first
-// by (name, description, schema bytes) kept. The input is not modified.
+// by (name, description, input and output schema bytes) kept. The input is not modified.
 func visible(tools []Tool) []Tool {
 	out := make([]Tool, 0, len(tools))
 	for _, t := range tools {
@@ -101,7 +118,10 @@ func visible(tools []Tool) []Tool {
 		if c := strings.Compare(a.Description, b.Description); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.InputSchema, b.InputSchema)
+		if c := bytes.Compare(a.InputSchema, b.InputSchema); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.OutputSchema, b.OutputSchema)
 	})
 	return slices.CompactFunc(out, func(a, b Tool) bool { return a.Name == b.Name })
 }

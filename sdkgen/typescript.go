@@ -11,7 +11,7 @@ const tsInstructions = "The tools below are available to programs you run with t
 	"How to write the program:\n" +
 	"- Write the body of an async function in erasable TypeScript: type annotations are fine, but no syntax that needs more than removing types " +
 	"(no `enum`, `namespace`, parameter properties or decorators). Top-level `await` and `return` work.\n" +
-	"- Call a tool with `await tools[\"name\"](args)`, quoting the name exactly as declared below. A call resolves to the tool's text output as a string.\n" +
+	"- Call a tool with `await tools[\"name\"](args)`, quoting the name exactly as declared below. " + tsTextResult + "\n" +
 	"- A failed tool call rejects with an `Error` whose `toolName` property names the tool. Catch it with `try`/`catch` when the program should go on after a failure.\n" +
 	"- Tool calls run one at a time, in the order they are made, even under `Promise.all`.\n" +
 	"- The types are advisory: they are stripped before the program runs, and nothing checks arguments against them but the tools themselves.\n" +
@@ -20,10 +20,20 @@ const tsInstructions = "The tools below are available to programs you run with t
 	"The `tools` object:\n" +
 	"\n"
 
+// tsTextResult is the sentence of tsInstructions that tsOutputSentence
+// follows.
+const tsTextResult = "A call resolves to the tool's text output as a string."
+
+// tsOutputSentence explains results typed by an output schema; it is said
+// only when a tool declares one.
+const tsOutputSentence = " A tool declared with another result type (from its output schema) resolves to that structured value instead: " +
+	"a plain JSON value (objects, arrays, strings, numbers, booleans, null) you can use directly, without `JSON.parse`."
+
 // TypeScriptSource renders the declaration block: a standalone TypeScript
 // file that declares the global `tools`, one quoted key per tool, in
 // lexicographic order, each a function from its arguments to
-// Promise<string>. `tsc --noEmit --strict` accepts it.
+// Promise<string>, or, for a tool with an OutputSchema, to a Promise of the
+// type that schema describes. `tsc --noEmit --strict` accepts it.
 func TypeScriptSource(tools []Tool) string {
 	var b strings.Builder
 	ts := visible(tools)
@@ -37,7 +47,13 @@ func TypeScriptSource(tools []Tool) string {
 		b.WriteString(quoteTS(t.Name))
 		b.WriteString(": (args: ")
 		b.WriteString(tsType(buildShape(parseJSON(t.InputSchema), 0), "  "))
-		b.WriteString(") => Promise<string>;\n")
+		b.WriteString(") => Promise<")
+		if t.hasOutput() {
+			b.WriteString(tsType(buildShape(parseJSON(t.OutputSchema), 0), "  "))
+		} else {
+			b.WriteString("string")
+		}
+		b.WriteString(">;\n")
 	}
 	b.WriteString("};\n")
 	return b.String()
@@ -46,7 +62,17 @@ func TypeScriptSource(tools []Tool) string {
 // TypeScriptPrompt renders the whole TypeScript SDK prompt section: usage
 // instructions followed by the declaration block in a Markdown code block.
 func TypeScriptPrompt(tools []Tool) string {
-	return tsInstructions + fence("ts", TypeScriptSource(tools))
+	return instructions(tsInstructions, tsTextResult, tsOutputSentence, tools) + fence("ts", TypeScriptSource(tools))
+}
+
+// instructions returns the fixed text, with sentence added after anchor
+// when a visible tool declares a structured result: a tool set without
+// output schemas keeps its text byte for byte.
+func instructions(text, anchor, sentence string, tools []Tool) string {
+	if !anyOutput(visible(tools)) {
+		return text
+	}
+	return strings.Replace(text, anchor, anchor+sentence, 1)
 }
 
 // writeTSDoc writes desc as a JSDoc comment at indent. "*/" cannot end the
