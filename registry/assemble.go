@@ -11,11 +11,14 @@ import (
 // SectionSDK names the prompt section holding the Code Mode SDK.
 const SectionSDK = "tools:sdk"
 
-// WireTool is a tool as offered to the model: a native function schema.
+// WireTool is a tool as offered to the model: a native function schema,
+// with the tool's output schema and annotations when it has them.
 type WireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Parameters   json.RawMessage `json:"parameters"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
 // PromptSection is a named block of system-prompt text.
@@ -57,7 +60,8 @@ func (r *Registry) Assemble(ctx context.Context, scope Scope) (Assembly, error) 
 	asm := Assembly{Mode: mode, Tools: []WireTool{}, Sections: []PromptSection{}}
 	if mode == ModeNative || mode == ModeBoth {
 		for _, t := range visible {
-			asm.Tools = append(asm.Tools, WireTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+			asm.Tools = append(asm.Tools, WireTool{Name: t.Name, Description: t.Description, Parameters: t.Parameters,
+				OutputSchema: t.OutputSchema, Annotations: t.Annotations})
 		}
 	}
 	if mode.codeMode() {
@@ -75,7 +79,7 @@ func (r *Registry) Assemble(ctx context.Context, scope Scope) (Assembly, error) 
 func sdkTools(tools []Tool) []sdkgen.Tool {
 	out := make([]sdkgen.Tool, len(tools))
 	for i, t := range tools {
-		out[i] = sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters}
+		out[i] = sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema}
 	}
 	return out
 }

@@ -222,6 +222,20 @@ func (b *bridge) dispatch(sc *subCall) {
 	res := b.r.pipeline(sc.ctx, sc.exec, sc.tool.run)
 	sc.cancel()
 	text := res.Text()
+	// A tool with an output schema resolves to its structured value (the
+	// type the SDK declares); any other to its text.
+	structured := !res.IsError && sc.tool.hasOutput()
+	if structured && res.StructuredContent == nil {
+		res.IsError = true
+		text = fmt.Sprintf("tool %q declares an output schema but its result has no structured content", sc.exec.Name)
+		if t := res.Text(); t != "" {
+			text += "; its text: " + summarize(t, SummaryBytes)
+		}
+	}
+	summary := text
+	if structured && !res.IsError {
+		summary = string(res.StructuredContent)
+	}
 	ev := Event{
 		Type:         EventCodeDispatch,
 		ParentCallID: sc.exec.Parent,
@@ -229,7 +243,7 @@ func (b *bridge) dispatch(sc *subCall) {
 		Seq:          sc.seq,
 		Tool:         sc.exec.Name,
 		IsError:      res.IsError,
-		Summary:      summarize(text, SummaryBytes),
+		Summary:      summarize(summary, SummaryBytes),
 	}
 	ev.withArguments(sc.exec.Arguments)
 	b.emitBounded(ev)
@@ -238,6 +252,15 @@ func (b *bridge) dispatch(sc *subCall) {
 			text = "tool call failed"
 		}
 		sc.reply <- subReply{err: &bindingError{msg: text, err: res.Err}}
+		return
+	}
+	if structured {
+		// Canonical again: a post-execute hook may have replaced it.
+		v, err := canonicalJSON(res.StructuredContent)
+		if err != nil {
+			err = fmt.Errorf("tool %q: structured content is not lossless JSON: %w", sc.exec.Name, err)
+		}
+		sc.reply <- subReply{value: v, err: err}
 		return
 	}
 	v, err := encodeCanonical(text)

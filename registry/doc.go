@@ -7,7 +7,9 @@
 //
 // A Tool has a name, a description, a JSON Schema for its arguments and an
 // Execute function returning content Blocks (text, image, or any other
-// type). Register rejects the reserved name run_code. A Scope stacks
+// type). A tool may also declare an OutputSchema (MCP's outputSchema) and
+// Annotations, and return a structured value besides its content through
+// ExecuteOutput; a Result carries it as StructuredContent. Register rejects the reserved name run_code. A Scope stacks
 // Restriction layers (Allow, Deny, any predicate); lookup and execution
 // share it, so the model is offered exactly what it can call. run_code is
 // outside the layers: no restriction can remove Code Mode's only entry
@@ -48,7 +50,9 @@
 // trips, not parallelism. A sub-call's text content resolves the binding as
 // one string, non-text blocks become placeholders such as
 // "[image: image/png, 1234 bytes]", and a tool error or a denial rejects
-// the binding with its message. A run-scoped context is cancelled when the
+// the binding with its message. A tool with an OutputSchema resolves the
+// binding to its structured value instead — the type the SDK declares for
+// it — and a result of such a tool without one rejects the binding. A run-scoped context is cancelled when the
 // outer context is and when the run settles; settlement abandons queued
 // calls that have not started, starts nothing new, and waits for the
 // in-flight call, so no goroutine and no sub-call outlives Execute.

@@ -56,8 +56,10 @@ type Event struct {
 	ArgumentsPreview   string `json:"argumentsPreview,omitempty"`
 	ArgumentsBytes     int    `json:"argumentsBytes,omitempty"`
 	IsError            bool   `json:"isError"`
-	// Summary is the start of the result text (the error message for an
-	// error), at most SummaryBytes bytes plus "…" when cut.
+	// Summary is the start of what the program got: the result text, the
+	// structured value's JSON for a tool with an output schema, or the
+	// error message for an error; at most SummaryBytes bytes plus "…" when
+	// cut.
 	Summary string `json:"summary"`
 	// Dropped, in an EventCodeDispatchDropped event, counts the run's
 	// sub-calls that got no event.

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,7 +35,10 @@ type Result struct {
 	Name   string `json:"name"`
 	// Content is what goes back to the model.
 	Content []Block `json:"content"`
-	IsError bool    `json:"isError"`
+	// StructuredContent is the tool's structured value (MCP's
+	// structuredContent), canonical JSON, when its Output carried one.
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError"`
 	// Err is the error behind IsError, when there is one; inspect it with
 	// errors.As (*CodeRunFailedError, *DeniedError) and errdefs.IsXxx.
 	Err error `json:"-"`
@@ -141,16 +145,32 @@ func (r *Registry) resolve(call Call) (Execution, executeFunc, error) {
 	return exec, do, nil
 }
 
-// run adapts a Tool's Execute to the pipeline.
+// run adapts a Tool's Execute or ExecuteOutput to the pipeline. A
+// structured value must be one lossless JSON value (see
+// NormalizeArguments); it is kept in canonical form.
 func (t Tool) run(ctx context.Context, exec Execution) Result {
-	blocks, err := t.Execute(ctx, exec)
+	var out Output
+	var err error
+	if t.ExecuteOutput != nil {
+		out, err = t.ExecuteOutput(ctx, exec)
+	} else {
+		out.Content, err = t.Execute(ctx, exec)
+	}
 	if err != nil {
 		return errorResult(err)
 	}
-	if blocks == nil {
-		blocks = []Block{}
+	if out.Content == nil {
+		out.Content = []Block{}
 	}
-	return Result{Content: blocks}
+	res := Result{Content: out.Content}
+	if len(bytes.TrimSpace(out.Structured)) > 0 {
+		v, err := canonicalJSON(out.Structured)
+		if err != nil {
+			return errorResult(errorf(errdefs.ErrInternal, "tool %q returned structured content that is not lossless JSON: %w", t.Name, err))
+		}
+		res.StructuredContent = v
+	}
+	return res
 }
 
 // pipeline runs the stages, stamps the identity, notifies the observers and
@@ -202,6 +222,7 @@ func (r *Registry) observe(ctx context.Context, exec Execution, res Result) {
 	for _, o := range r.cfg.observers {
 		cp := res
 		cp.Content = cloneBlocks(res.Content)
+		cp.StructuredContent = bytes.Clone(res.StructuredContent)
 		if res.Card != nil {
 			card := *res.Card
 			cp.Card = &card

@@ -144,8 +144,10 @@ func (r *Registry) Mode() Mode { return r.cfg.mode }
 
 // Register adds a tool. It rejects the reserved name run_code, an empty or
 // already registered name, a name that cannot be a binding (over
-// backend.MaxFunctionNameBytes or not UTF-8), a nil Execute and Parameters
-// that are not a JSON object. Nil Parameters mean {"type":"object"}.
+// backend.MaxFunctionNameBytes or not UTF-8), neither or both of Execute
+// and ExecuteOutput, Parameters that are not a JSON object, an
+// OutputSchema that is not a JSON object or boolean and Annotations that
+// are not a JSON object. Nil Parameters mean {"type":"object"}.
 // Errors wrap errdefs.ErrInvalidArgument or errdefs.ErrAlreadyExists.
 func (r *Registry) Register(t Tool) error {
 	if err := t.validate(); err != nil {
@@ -156,6 +158,12 @@ func (r *Registry) Register(t Tool) error {
 		return fmt.Errorf("register tool %q: %w", t.Name, err)
 	}
 	t.Parameters = params
+	if t.OutputSchema, err = normalizeOutputSchema(t.OutputSchema); err != nil {
+		return fmt.Errorf("register tool %q: %w", t.Name, err)
+	}
+	if t.Annotations, err = normalizeAnnotations(t.Annotations); err != nil {
+		return fmt.Errorf("register tool %q: %w", t.Name, err)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, dup := r.tools[t.Name]; dup {

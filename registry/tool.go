@@ -24,11 +24,33 @@ type Tool struct {
 	// means {"type":"object"}. The registry does not validate arguments
 	// against it: that is the tool's job.
 	Parameters json.RawMessage
+	// OutputSchema, when set, is the JSON Schema (a JSON object or
+	// boolean) of the tool's structured result, MCP's outputSchema: the SDK
+	// declares it as the call's result type, and a program's call resolves
+	// to the result's Structured value instead of its text. Nil means the
+	// tool's result is its text.
+	OutputSchema json.RawMessage
+	// Annotations, when set, is a JSON object of hints about the tool in
+	// MCP's shape (title, readOnlyHint, destructiveHint, idempotentHint,
+	// openWorldHint). The registry carries it to the wire tool list and
+	// never acts on it.
+	Annotations json.RawMessage
 	// Execute runs the tool. A returned error makes the call an error
 	// result whose text is err.Error(); from a program, it rejects the
 	// binding with that message. ctx is cancelled when the caller gives up
 	// (for a sub-call: when the run_code run settles).
 	Execute func(ctx context.Context, exec Execution) ([]Block, error)
+	// ExecuteOutput runs a tool whose result may carry a structured value
+	// besides its content. Set Execute or ExecuteOutput, not both; errors
+	// are as for Execute.
+	ExecuteOutput func(ctx context.Context, exec Execution) (Output, error)
+}
+
+// Output is a tool's result: content for the model and, optionally, a
+// structured value (MCP's structuredContent), one JSON value.
+type Output struct {
+	Content    []Block
+	Structured json.RawMessage
 }
 
 // Execution is the immutable identity and input of one call, as hooks,
@@ -129,13 +151,58 @@ func (t *Tool) validate() error {
 		return errorf(errdefs.ErrInvalidArgument, "tool name is not valid UTF-8")
 	case len(t.Name) > backend.MaxFunctionNameBytes:
 		return errorf(errdefs.ErrInvalidArgument, "tool name is longer than %d bytes", backend.MaxFunctionNameBytes)
-	case t.Execute == nil:
+	case t.Execute == nil && t.ExecuteOutput == nil:
 		return errorf(errdefs.ErrInvalidArgument, "tool has no Execute function")
+	case t.Execute != nil && t.ExecuteOutput != nil:
+		return errorf(errdefs.ErrInvalidArgument, "tool sets both Execute and ExecuteOutput")
 	}
 	return nil
 }
 
+// hasOutput reports whether the tool declares a structured result.
+func (t *Tool) hasOutput() bool { return len(t.OutputSchema) > 0 }
+
 var defaultSchema = json.RawMessage(`{"type":"object"}`)
+
+// normalizeOutputSchema checks an output schema: absent (nil), or a JSON
+// object or boolean without duplicate keys, returned compacted.
+func normalizeOutputSchema(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	canon, err := canonicalJSON(raw)
+	if err != nil {
+		return nil, errorf(errdefs.ErrInvalidArgument, "output schema: %w", err)
+	}
+	if canon[0] != '{' && canon[0] != 't' && canon[0] != 'f' {
+		return nil, errorf(errdefs.ErrInvalidArgument, "output schema must be a JSON object or boolean")
+	}
+	return compact(raw)
+}
+
+// normalizeAnnotations checks annotations: absent (nil), or a JSON object
+// without duplicate keys, returned compacted.
+func normalizeAnnotations(raw json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	canon, err := canonicalJSON(raw)
+	if err != nil {
+		return nil, errorf(errdefs.ErrInvalidArgument, "annotations: %w", err)
+	}
+	if canon[0] != '{' {
+		return nil, errorf(errdefs.ErrInvalidArgument, "annotations must be a JSON object")
+	}
+	return compact(raw)
+}
+
+func compact(raw json.RawMessage) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return nil, errorf(errdefs.ErrInvalidArgument, "%w", err)
+	}
+	return buf.Bytes(), nil
+}
 
 // normalizeSchema checks that a parameters schema is a JSON object without
 // duplicate keys and returns it compacted. Key order is kept: renderers may
