@@ -106,9 +106,10 @@ func TestHostKilledThenGC(t *testing.T) {
 	if left := containersByOwnerPrefix(t, prefix); len(left) != 1 {
 		t.Fatalf("after SIGKILL: %d containers of the dead owner, want the 1 it leaked", len(left))
 	}
+	// A socket directory and its owner file.
 	dirs, _ := os.ReadDir(sockDir)
-	if len(dirs) != 1 {
-		t.Fatalf("after SIGKILL: socket directories %v, want the 1 it leaked", dirs)
+	if len(dirs) != 2 || !dirs[0].IsDir() || dirs[1].Name() != dirs[0].Name()+".owner" {
+		t.Fatalf("after SIGKILL: socket directories %v, want the 1 it leaked and its owner file", dirs)
 	}
 	t.Logf("SIGKILLed run left container %.12s and socket dir %s", id, dirs[0].Name())
 

@@ -173,6 +173,9 @@ func EnsureBase(ctx context.Context, cli client.APIClient, b Base, progress io.W
 
 // Build builds im on base unless the daemon already has its tag (built on
 // whatever base). It returns the tag.
+// labelPrefix is the project's reserved label prefix (container.LabelPrefix).
+const labelPrefix = "dsh-container.io/"
+
 func Build(ctx context.Context, cli client.APIClient, im Image, base string, progress io.Writer) (string, error) {
 	tag := im.Tag()
 	ok, err := Exists(ctx, cli, tag)
@@ -194,7 +197,7 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 		Remove:      true,
 		ForceRemove: true,
 		Version:     dbuild.BuilderV1,
-		Labels:      map[string]string{"io.dsh-container.inputs": strings.TrimPrefix(tag, Repository), "io.dsh-container.base": base},
+		Labels:      map[string]string{labelPrefix + "inputs": strings.TrimPrefix(tag, Repository), labelPrefix + "base": base},
 	})
 	if err != nil {
 		return "", err
