@@ -236,3 +236,50 @@ type Describer interface {
 type Prober interface {
 	Probe(ctx context.Context, image string, cmd []string, runtime string) error
 }
+
+// Applied is a container's configuration as its engine reports it, read
+// back after Create: the conformance suite (package containertest)
+// compares it with the hardening preset, so a driver that dropped a
+// setting is caught by the engine's own account, not the driver's.
+type Applied struct {
+	Image, User, Hostname, WorkingDir string
+	Cmd, Env                          []string
+	Labels                            map[string]string
+
+	ReadOnlyRoot    bool
+	NoNewPrivileges bool
+	// Capabilities is the bounding set.
+	Capabilities []string
+	// NetworkNone reports a network namespace of its own with no
+	// interface but loopback.
+	NetworkNone bool
+	IPCPrivate  bool
+	Init        bool
+	// Seccomp is the profile applied; nil for the engine's default or
+	// none (SeccompDefault tells which).
+	Seccomp        *specs.LinuxSeccomp
+	SeccompDefault bool
+
+	MemoryBytes, MemorySwapBytes int64
+	NanoCPUs                     int64
+	Pids                         int64
+	NoFile                       int64
+	// Tmpfs maps each tmpfs mount point to its options.
+	Tmpfs map[string][]string
+	// Mounts are the bind mounts.
+	Mounts []AppliedMount
+	// OCIRuntime is the runtime the container runs under.
+	OCIRuntime string
+}
+
+// AppliedMount is one bind mount of an Applied configuration.
+type AppliedMount struct {
+	Source, Destination string
+	ReadOnly            bool
+}
+
+// Inspector is the optional ability to report a container's configuration
+// as the engine holds it.
+type Inspector interface {
+	Inspect(ctx context.Context, id string) (Applied, error)
+}

@@ -76,6 +76,7 @@ var (
 	_ container.ImageChecker   = (*Driver)(nil)
 	_ container.Describer      = (*Driver)(nil)
 	_ container.Prober         = (*Driver)(nil)
+	_ container.Inspector      = (*Driver)(nil)
 )
 
 // New connects to the daemon named by the environment (DOCKER_HOST...,

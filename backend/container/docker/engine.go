@@ -2,7 +2,9 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	dcontainer "github.com/docker/docker/api/types/container"
 	dimage "github.com/docker/docker/api/types/image"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend/container"
 )
@@ -99,4 +102,86 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	case err := <-errc:
 		return translate(err, "")
 	}
+}
+
+// Inspect implements container.Inspector from the daemon's inspection of
+// the container.
+func (d *Driver) Inspect(ctx context.Context, id string) (container.Applied, error) {
+	info, err := d.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return container.Applied{}, translate(err, "")
+	}
+	if info.Config == nil || info.HostConfig == nil {
+		return container.Applied{}, fmt.Errorf("the daemon's inspection of %s has no configuration", id)
+	}
+	cfg, hc := info.Config, info.HostConfig
+	a := container.Applied{
+		Image: cfg.Image, User: cfg.User, Hostname: cfg.Hostname, WorkingDir: cfg.WorkingDir,
+		Cmd: cfg.Cmd, Env: cfg.Env, Labels: cfg.Labels,
+		ReadOnlyRoot: hc.ReadonlyRootfs,
+		NetworkNone:  string(hc.NetworkMode) == "none" && cfg.NetworkDisabled,
+		IPCPrivate:   string(hc.IpcMode) == "private" || string(hc.IpcMode) == "none",
+		Init:         hc.Init != nil && *hc.Init,
+		MemoryBytes:  hc.Memory, MemorySwapBytes: hc.MemorySwap,
+		NanoCPUs:       hc.NanoCPUs,
+		OCIRuntime:     hc.Runtime,
+		Tmpfs:          map[string][]string{},
+		SeccompDefault: true,
+	}
+	if hc.PidsLimit != nil {
+		a.Pids = *hc.PidsLimit
+	}
+	for _, u := range hc.Ulimits {
+		if u.Name == "nofile" && u.Soft == u.Hard {
+			a.NoFile = u.Hard
+		}
+	}
+	for path, opts := range hc.Tmpfs {
+		a.Tmpfs[path] = strings.Split(opts, ",")
+	}
+	for _, m := range info.Mounts {
+		if m.Type == "bind" {
+			a.Mounts = append(a.Mounts, container.AppliedMount{Source: m.Source, Destination: m.Destination, ReadOnly: !m.RW})
+		}
+	}
+	for _, o := range hc.SecurityOpt {
+		switch {
+		case o == "no-new-privileges" || o == "no-new-privileges:true":
+			a.NoNewPrivileges = true
+		case strings.HasPrefix(o, "seccomp="):
+			p := new(specs.LinuxSeccomp)
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(o, "seccomp=")), p); err != nil {
+				return a, fmt.Errorf("the container's seccomp option does not parse: %w", err)
+			}
+			a.Seccomp, a.SeccompDefault = p, false
+		}
+	}
+	// The bounding set: Docker's default capabilities, less what is
+	// dropped, plus what is added.
+	caps := map[string]bool{}
+	for _, c := range defaultCapabilities {
+		caps[c] = true
+	}
+	for _, c := range hc.CapDrop {
+		if strings.EqualFold(c, "ALL") {
+			clear(caps)
+			continue
+		}
+		delete(caps, "CAP_"+strings.TrimPrefix(strings.ToUpper(c), "CAP_"))
+	}
+	for _, c := range hc.CapAdd {
+		caps["CAP_"+strings.TrimPrefix(strings.ToUpper(c), "CAP_")] = true
+	}
+	if hc.Privileged {
+		caps["CAP_SYS_ADMIN"] = true
+	}
+	a.Capabilities = slices.Sorted(maps.Keys(caps))
+	return a, nil
+}
+
+// defaultCapabilities are the capabilities Docker grants a container
+// unless told otherwise (moby's oci/caps defaults).
+var defaultCapabilities = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW", "CAP_SETGID", "CAP_SETUID",
+	"CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
 }
