@@ -1,9 +1,11 @@
 // Package manifest reads tool manifests — the MCP tool shape plus a
-// command — and runs command tools.
+// command — runs command tools, and connects to MCP servers whose tools
+// become tools here.
 //
 // # Format
 //
-// A manifest is a JSON object with a "tools" array:
+// A manifest is a JSON object with a "tools" array, an "mcpServers"
+// object, or both:
 //
 //	{"tools": [{
 //	  "name": "search",
@@ -25,6 +27,66 @@
 //     runs out of time is rejected with `tool "NAME" timed out after 30s`.
 //   - maxOutputBytes (optional): how much of the tool's stdout a call
 //     returns. Default 1048576 (1 MiB), at most 16777216 (16 MiB).
+//
+// # MCP servers
+//
+// "mcpServers" has the shape agent configurations use:
+//
+//	{"mcpServers": {
+//	  "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/srv"], "env": {"DEBUG": "1"}},
+//	  "github": {"url": "https://api.githubcopilot.com/mcp/", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "timeoutMs": 60000}
+//	}}
+//
+// A server with "command" speaks MCP over stdio; one with "url" over
+// streamable HTTP. "type" ("stdio" or "http") may say so explicitly; the
+// deprecated HTTP+SSE transport is refused. ${VAR} and ${VAR:-default} in
+// command, args, env values, url and header values are read from the
+// host's environment when the manifest is loaded (an unset variable
+// without a default is an error, so a missing secret fails the start);
+// "./" at the start of command or an argument is the manifest's folder.
+// Unknown fields, a server with both or neither of command and url, and
+// every malformed value are errors naming the server and the field.
+//
+// Open starts every server once, at the same time, and lists its tools;
+// Close stops them. Each tool is imported as "<server>__<tool>" with its
+// input schema, output schema, description and annotations. Two tools
+// that map to one name (server "a" tool "b__c" and server "a__b" tool
+// "c", or a command tool) fail Open naming both; nothing is dropped. A
+// server that cannot start fails Open naming it, with its exit status and
+// the end of its stderr.
+//
+// A call goes to the server with the program's arguments, within the
+// server's timeoutMs (default 30000, at most 600000). The result's text
+// content is the result text, its structuredContent the structured value
+// (a tool with an output schema resolves to it in programs), images,
+// audio and resources typed blocks that programs see as placeholders; an
+// isError result or a JSON-RPC error from the server (arguments its schema
+// rejects, an unknown tool) rejects the call with the server's message,
+// and the connection stays. When the server crashes or the connection
+// fails, the call in flight is rejected naming the server (with its exit
+// status and the end of its stderr) and the next call connects again;
+// attempts are at least a second apart, and after a failed one calls fail
+// at once with its error until the next attempt is due (backing off to 30
+// s). When a server says its tools changed, they are listed again (at
+// most once a second) and Subscribe's callbacks run; a new list that would
+// collide with another tool is refused and logged, the previous one stays.
+//
+// A stdio server runs with the host's environment plus "env", as the
+// leader of its own process group with the parent-death signal; stopping
+// it closes its input, then sends SIGTERM and SIGKILL to the group, two
+// seconds apart, and when the leader exits for any reason the rest of its
+// group is killed. Its stderr goes to the log line by line, at most 64 KiB
+// at once and 16 KiB a second after that (the dropped bytes are counted
+// in the next record); the last 4 KiB are kept for error messages.
+//
+// Servers are operator-configured, but what they send is bounded like a
+// hostile peer's: a message is at most 16 MiB (a stdio line, an HTTP
+// event or JSON body), a tool list at most 1000 tools, 100 pages and 16
+// MiB, a tool name at most 256 bytes without control characters, an
+// error message at most 16 KiB. The client advertises no capabilities, so
+// a server cannot ask for roots, sampling or elicitation. HTTP requests
+// carry the manifest's headers and follow redirects only on the same
+// scheme and host.
 //
 // # Command tools
 //

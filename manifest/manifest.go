@@ -59,6 +59,16 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 // Manifest is a parsed manifest.
 type Manifest struct {
 	Tools []Tool `json:"tools"`
+	// MCPServers are the MCP servers whose tools the manifest adds, by
+	// name (see MCPServer and Open).
+	MCPServers map[string]MCPServer `json:"mcpServers,omitempty"`
+}
+
+// manifestWire is a manifest as written; mcpServers is decoded entry by
+// entry so that an error names the server.
+type manifestWire struct {
+	Tools      []Tool          `json:"tools"`
+	MCPServers json.RawMessage `json:"mcpServers"`
 }
 
 // ReservedName cannot be a manifest tool: it is Code Mode's transport.
@@ -70,6 +80,10 @@ type Options struct {
 	RequireCommand bool
 	// AllowBare accepts a bare array of tools or a single tool object.
 	AllowBare bool
+	// AllowMCPServers accepts "mcpServers". Without it a manifest naming
+	// MCP servers is an error: the caller would not start them, and their
+	// tools must not vanish silently.
+	AllowMCPServers bool
 }
 
 // Load reads and parses the manifest at path ("-" for stdin is not
@@ -79,13 +93,13 @@ func Load(path string, opts Options) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot read tool manifest: %w", errdefs.ErrInvalidArgument, err)
 	}
-	m, err := Parse(data, opts)
-	if err != nil {
-		return nil, fmt.Errorf("tool manifest %s: %w", path, err)
-	}
 	// Command elements written "./x" are relative to the manifest's folder,
 	// so a manifest and its scripts travel together.
 	dir := filepath.Dir(path)
+	m, err := parse(data, opts, dir)
+	if err != nil {
+		return nil, fmt.Errorf("tool manifest %s: %w", path, err)
+	}
 	for i := range m.Tools {
 		for j, arg := range m.Tools[i].Command {
 			if strings.HasPrefix(arg, "./") {
@@ -96,8 +110,13 @@ func Load(path string, opts Options) (*Manifest, error) {
 	return m, nil
 }
 
-// Parse parses manifest bytes.
+// Parse parses manifest bytes. ${VAR} references in MCP servers are
+// expanded from the host's environment; "./" paths are kept as written.
 func Parse(data []byte, opts Options) (*Manifest, error) {
+	return parse(data, opts, "")
+}
+
+func parse(data []byte, opts Options, dir string) (*Manifest, error) {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", errdefs.ErrInvalidArgument, fmt.Sprintf(format, args...))
 	}
@@ -115,10 +134,22 @@ func Parse(data []byte, opts Options) (*Manifest, error) {
 		if err := json.Unmarshal(trimmed, &probe); err != nil {
 			return nil, invalid("not valid JSON: %v", err)
 		}
-		if _, ok := probe["tools"]; ok {
-			if err := strictDecode(trimmed, &m); err != nil {
+		_, hasTools := probe["tools"]
+		_, hasServers := probe["mcpServers"]
+		if hasTools || hasServers {
+			var w manifestWire
+			if err := strictDecode(trimmed, &w); err != nil {
 				return nil, invalid("%v", err)
 			}
+			m.Tools = w.Tools
+			if hasServers && !opts.AllowMCPServers {
+				return nil, invalid("mcpServers: this command does not connect to MCP servers; use dsh-container mcp, run or serve, or remove \"mcpServers\"")
+			}
+			servers, err := parseMCPServers(w.MCPServers, lookupEnv, dir)
+			if err != nil {
+				return nil, invalid("%v", err)
+			}
+			m.MCPServers = servers
 		} else if _, ok := probe["name"]; ok && opts.AllowBare {
 			var t Tool
 			if err := strictDecode(trimmed, &t); err != nil {
@@ -126,7 +157,7 @@ func Parse(data []byte, opts Options) (*Manifest, error) {
 			}
 			m.Tools = []Tool{t}
 		} else {
-			return nil, invalid("expected an object with a \"tools\" array")
+			return nil, invalid("expected an object with a \"tools\" array or \"mcpServers\"")
 		}
 	default:
 		return nil, invalid("expected a JSON object {\"tools\": [...]}")

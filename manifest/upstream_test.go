@@ -1,0 +1,570 @@
+package manifest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+// helperEnv, when set, makes this test binary an MCP server over stdio
+// (TestHelperMCPServer), the way os/exec's tests run helper processes.
+const helperEnv = "DSH_MANIFEST_MCP_HELPER"
+
+// TestHelperMCPServer is not a test: run with helperEnv set, it serves
+// testServer over stdin/stdout until its input ends, then exits.
+func TestHelperMCPServer(t *testing.T) {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		return
+	}
+	switch mode {
+	case "fail-at-start":
+		fmt.Fprintln(os.Stderr, "helper: cannot open the database: permission denied")
+		os.Exit(4)
+	case "silent":
+		time.Sleep(time.Hour) // never answers initialize
+	}
+	fmt.Fprintln(os.Stderr, "helper: serving on stdio")
+	if err := testServer("stdio").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "helper:", err)
+	}
+	os.Exit(0)
+}
+
+type echoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+type addIn struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type addOut struct {
+	Sum int `json:"sum"`
+}
+
+// testServer is the upstream the tests talk to, over stdio (a helper
+// process) or HTTP (in this process).
+func testServer(name string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "test-" + name, Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "Echo"}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " echo: " + in.Text}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "add", Description: "Add two numbers."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in addIn) (*mcp.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails."},
+		func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+			return nil, nil, errors.New("it failed on purpose")
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "picture", Description: "An image and a text."},
+		func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "caption"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: []byte("12345")},
+			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "sleep", Description: "Sleep for ms milliseconds."},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in struct {
+			Ms int `json:"ms"`
+		}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Adds a tool named added."},
+		func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+			mcp.AddTool(s, &mcp.Tool{Name: "added", Description: "Added at run time."},
+				func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "I am new"}}}, nil, nil
+				})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil, nil
+		})
+	if name == "stdio" {
+		mcp.AddTool(s, &mcp.Tool{Name: "crash", Description: "Exits the server mid-call."},
+			func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+				fmt.Fprintln(os.Stderr, "helper: crashing now")
+				os.Exit(3)
+				return nil, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Starts a background process in its group and returns its pid."},
+			func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+				cmd := exec.Command("sleep", "307")
+				if err := cmd.Start(); err != nil {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "shout", Description: "Floods stderr."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in struct {
+				Bytes int `json:"bytes"`
+			}) (*mcp.CallToolResult, any, error) {
+				line := strings.Repeat("x", 99) + "\n"
+				for range in.Bytes / len(line) {
+					os.Stderr.WriteString(line)
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+			})
+	}
+	return s
+}
+
+// stdioServer is a manifest entry for the helper process in mode.
+func stdioServer(mode string) MCPServer {
+	return MCPServer{Type: TransportStdio, Command: os.Args[0], Args: []string{"-test.run=^TestHelperMCPServer$"}, Env: map[string]string{helperEnv: mode}}
+}
+
+// httpServer serves srv over streamable HTTP for the test.
+func httpServer(t *testing.T, srv *mcp.Server) *httptest.Server {
+	t.Helper()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// logBuffer collects log records for assertions and sends them to t.Log.
+type logBuffer struct {
+	t  *testing.T
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.b.Write(p)
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newLog(t *testing.T) (*slog.Logger, *logBuffer) {
+	lb := &logBuffer{t: t}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", lb.String())
+		}
+	})
+	return slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
+}
+
+// openToolset opens a toolset for servers and closes it at the end.
+func openToolset(t *testing.T, servers map[string]MCPServer, tools ...Tool) (*Toolset, *logBuffer) {
+	t.Helper()
+	log, lb := newLog(t)
+	s, err := Open(t.Context(), &Manifest{Tools: tools, MCPServers: servers}, &OpenOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, lb
+}
+
+func toolByName(t *testing.T, s *Toolset, name string) registry.Tool {
+	t.Helper()
+	for _, tool := range s.Tools() {
+		if tool.Name == name {
+			return tool
+		}
+	}
+	t.Fatalf("no tool %q in %v", name, toolNames(s.Tools()))
+	return registry.Tool{}
+}
+
+func toolNames(tools []registry.Tool) []string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// callTool runs one tool through a registry's pipeline, natively.
+func callTool(t *testing.T, s *Toolset, name, args string) registry.Result {
+	t.Helper()
+	r := registry.New()
+	for _, tool := range s.Tools() {
+		if err := r.Register(tool); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r.Execute(t.Context(), registry.Call{ID: "c", Name: name, Arguments: json.RawMessage(args)})
+}
+
+// Both transports: the tools are imported under "<server>__<tool>" with
+// their schemas, description and annotations, after the command tools;
+// text, structured, image and error results convert as documented.
+func TestUpstreamTools(t *testing.T) {
+	ts := httpServer(t, testServer("http"))
+	s, _ := openToolset(t, map[string]MCPServer{
+		"local":  stdioServer("serve"),
+		"remote": {Type: TransportHTTP, URL: ts.URL},
+	}, Tool{Name: "cmd", Command: []string{"/bin/cat"}})
+	names := toolNames(s.Tools())
+	want := []string{"cmd", "local__add", "local__crash", "local__echo", "local__fail", "local__grow", "local__picture", "local__shout", "local__sleep", "local__spawn",
+		"remote__add", "remote__echo", "remote__fail", "remote__grow", "remote__picture", "remote__sleep"}
+	if strings.Join(names, " ") != strings.Join(want, " ") {
+		t.Fatalf("tools = %v, want %v", names, want)
+	}
+	echo := toolByName(t, s, "remote__echo")
+	if echo.Description != "Echo the text." || !strings.Contains(string(echo.Parameters), `"text":{"description":"the text to echo","type":"string"}`) ||
+		echo.OutputSchema != nil || string(echo.Annotations) != `{"idempotentHint":false,"readOnlyHint":true,"title":"Echo"}` {
+		t.Errorf("echo = %+v\n%s\n%s", echo, echo.Parameters, echo.Annotations)
+	}
+	add := toolByName(t, s, "local__add")
+	if !strings.Contains(string(add.OutputSchema), `"sum":{"type":"integer"}`) {
+		t.Errorf("add's output schema = %s", add.OutputSchema)
+	}
+	for _, server := range []string{"local", "remote"} {
+		if res := callTool(t, s, server+"__echo", `{"text":"hi"}`); res.IsError || res.Text() != map[string]string{"local": "stdio", "remote": "http"}[server]+" echo: hi" {
+			t.Errorf("%s echo: %+v", server, res)
+		}
+		res := callTool(t, s, server+"__add", `{"a":2,"b":40}`)
+		if res.IsError || string(res.StructuredContent) != `{"sum":42}` || res.Text() != `{"sum":42}` {
+			t.Errorf("%s add: %+v %s", server, res, res.StructuredContent)
+		}
+		if res := callTool(t, s, server+"__fail", `{}`); !res.IsError || res.Text() != "it failed on purpose" {
+			t.Errorf("%s fail: %+v", server, res)
+		}
+		if res := callTool(t, s, server+"__picture", `{}`); res.IsError || res.Text() != "caption\n[image: image/png, 5 bytes]" {
+			t.Errorf("%s picture: %q", server, res.Text())
+		}
+		// Arguments the tool's schema rejects: the server's message, as a
+		// rejection; the connection stays.
+		if res := callTool(t, s, server+"__add", `{"a":"two"}`); !res.IsError || !strings.Contains(res.Text(), "a") || !strings.Contains(res.Text(), "validating") {
+			t.Errorf("%s add with bad arguments: %+v", server, res)
+		}
+		if res := callTool(t, s, server+"__echo", `{"text":"still there"}`); res.IsError {
+			t.Errorf("%s after a rejected call: %+v", server, res)
+		}
+	}
+}
+
+// A stdio server that crashes mid-call: the call is rejected naming the
+// server, its exit status and its last stderr line; the next call starts
+// it again; the restarted process is a new one.
+func TestUpstreamCrashThenRecover(t *testing.T) {
+	s, lb := openToolset(t, map[string]MCPServer{"up": stdioServer("serve")})
+	first := callTool(t, s, "up__spawn", `{}`)
+	res := callTool(t, s, "up__crash", `{}`)
+	if !res.IsError {
+		t.Fatalf("crash: %+v", res)
+	}
+	for _, want := range []string{`MCP server "up" disconnected during the call to "crash" (it is restarted on the next call)`, "exit status 3", "helper: crashing now"} {
+		if !strings.Contains(res.Text(), want) {
+			t.Errorf("crash message lacks %q:\n%s", want, res.Text())
+		}
+	}
+	// The crashed server's group is gone: the process it had spawned too.
+	pid, _ := strconv.Atoi(first.Text())
+	waitGone(t, pid)
+	start := time.Now()
+	if res := callTool(t, s, "up__echo", `{"text":"back"}`); res.IsError || res.Text() != "stdio echo: back" {
+		t.Fatalf("after the crash: %+v", res)
+	}
+	t.Logf("reconnected in %v", time.Since(start))
+	if !strings.Contains(lb.String(), "connecting to the MCP server again") {
+		t.Error("the reconnection is not logged")
+	}
+}
+
+// waitGone waits for pid to disappear.
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	if pid <= 1 {
+		t.Fatalf("bad pid %d", pid)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(data), ") Z ") {
+			return // a zombie: dead, waiting for a reaper that is not us
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("process %d still alive", pid)
+		}
+	}
+}
+
+// Close stops a stdio server and everything in its process group.
+func TestUpstreamCloseKillsTheGroup(t *testing.T) {
+	log, _ := newLog(t)
+	s, err := Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{"up": stdioServer("serve")}}, &OpenOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, s, "up__spawn", `{}`)
+	pid, _ := strconv.Atoi(res.Text())
+	start := time.Now()
+	s.Close()
+	t.Logf("closed in %v", time.Since(start))
+	waitGone(t, pid)
+	if time.Since(start) > 2*stopGrace {
+		t.Errorf("close took %v: the server did not exit when its input closed", time.Since(start))
+	}
+	if res := callTool(t, s, "up__echo", `{}`); !res.IsError || !strings.Contains(res.Text(), "stopped") {
+		t.Errorf("a call after Close: %+v", res)
+	}
+}
+
+// A server that cannot start fails Open naming it and quoting its stderr;
+// a server that never answers fails it within StartTimeout (here the
+// context's shorter deadline); the server that did start is stopped.
+func TestUpstreamStartFailures(t *testing.T) {
+	log, _ := newLog(t)
+	_, err := Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{
+		"good":   stdioServer("serve"),
+		"broken": stdioServer("fail-at-start"),
+	}}, &OpenOptions{Logger: log})
+	if err == nil || !errdefs.IsUnavailable(err) {
+		t.Fatalf("err = %v", err)
+	}
+	for _, want := range []string{`MCP server "broken"`, "exit status 4", "helper: cannot open the database: permission denied"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), `"good"`) {
+		t.Errorf("error names the good server: %v", err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = Open(ctx, &Manifest{MCPServers: map[string]MCPServer{"mute": stdioServer("silent")}}, &OpenOptions{Logger: log})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "mute"`) || time.Since(start) > 10*time.Second {
+		t.Fatalf("silent server: %v after %v", err, time.Since(start))
+	}
+
+	_, err = Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{"nope": {Type: TransportStdio, Command: "/nonexistent/server"}}}, &OpenOptions{Logger: log})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "nope": cannot start /nonexistent/server`) {
+		t.Fatalf("missing command: %v", err)
+	}
+	_, err = Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{"down": {Type: TransportHTTP, URL: "http://127.0.0.1:1/mcp"}}}, &OpenOptions{Logger: log})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "down": http://127.0.0.1:1/mcp`) {
+		t.Fatalf("unreachable URL: %v", err)
+	}
+}
+
+// Two tools that map to one name fail Open naming both.
+func TestUpstreamNameCollision(t *testing.T) {
+	a := mcp.NewServer(&mcp.Implementation{Name: "a"}, nil)
+	mcp.AddTool(a, &mcp.Tool{Name: "b__c"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	ab := mcp.NewServer(&mcp.Implementation{Name: "ab"}, nil)
+	mcp.AddTool(ab, &mcp.Tool{Name: "c"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	ta, tab := httpServer(t, a), httpServer(t, ab)
+	log, _ := newLog(t)
+	_, err := Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{
+		"a":    {Type: TransportHTTP, URL: ta.URL},
+		"a__b": {Type: TransportHTTP, URL: tab.URL},
+	}}, &OpenOptions{Logger: log})
+	want := `tool name "a__b__c" is given twice: by MCP server "a" (its tool "b__c") and by MCP server "a__b" (its tool "c")`
+	if err == nil || !strings.Contains(err.Error(), want) || !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	_, err = Open(t.Context(), &Manifest{
+		Tools:      []Tool{{Name: "a__b__c", Command: []string{"/bin/true"}}},
+		MCPServers: map[string]MCPServer{"a": {Type: TransportHTTP, URL: ta.URL}},
+	}, &OpenOptions{Logger: log})
+	want = `tool name "a__b__c" is given twice: by the command tool "a__b__c" and by MCP server "a" (its tool "b__c")`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// A server's tools/list_changed makes the toolset relist, update Tools and
+// tell its subscribers.
+func TestUpstreamToolListChanged(t *testing.T) {
+	ts := httpServer(t, testServer("http"))
+	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL}, "local": stdioServer("serve")})
+	changed := make(chan struct{}, 10)
+	defer s.Subscribe(func() { changed <- struct{}{} })()
+	for _, server := range []string{"remote", "local"} {
+		if res := callTool(t, s, server+"__grow", `{}`); res.IsError {
+			t.Fatal(res.Text())
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no change notification; tools: %v", server, toolNames(s.Tools()))
+		}
+		if res := callTool(t, s, server+"__added", `{}`); res.IsError || res.Text() != "I am new" {
+			t.Errorf("%s: the added tool: %+v", server, res)
+		}
+	}
+}
+
+// The per-call timeout ends a call (the server is told to cancel) and the
+// connection stays usable; the caller's cancellation ends it too.
+func TestUpstreamCallTimeout(t *testing.T) {
+	ts := httpServer(t, testServer("http"))
+	cfg := MCPServer{Type: TransportHTTP, URL: ts.URL, TimeoutMs: 200}
+	local := stdioServer("serve")
+	local.TimeoutMs = 200
+	s, _ := openToolset(t, map[string]MCPServer{"remote": cfg, "local": local})
+	for _, server := range []string{"remote", "local"} {
+		start := time.Now()
+		res := callTool(t, s, server+"__sleep", `{"ms":60000}`)
+		if !res.IsError || !strings.Contains(res.Text(), fmt.Sprintf(`MCP server %q: tool "sleep" timed out after 200ms`, server)) || time.Since(start) > 5*time.Second {
+			t.Errorf("%s: %+v after %v", server, res, time.Since(start))
+		}
+		if res := callTool(t, s, server+"__echo", `{"text":"x"}`); res.IsError {
+			t.Errorf("%s after a timeout: %+v", server, res)
+		}
+	}
+}
+
+// An HTTP server that goes away: the call fails clearly, calls fail fast
+// while it is down, and it is reached again once it is back.
+func TestUpstreamHTTPDownThenBack(t *testing.T) {
+	srv := testServer("http")
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var down atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "gone", http.StatusBadGateway)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL}})
+	down.Store(true)
+	res := callTool(t, s, "remote__echo", `{"text":"x"}`)
+	if !res.IsError || !strings.Contains(res.Text(), `MCP server "remote"`) {
+		t.Fatalf("while down: %+v", res)
+	}
+	t.Logf("while down: %s", res.Text())
+	down.Store(false)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res = callTool(t, s, "remote__echo", `{"text":"x"}`)
+		if !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never back: %s", res.Text())
+		}
+	}
+}
+
+// A server's stderr reaches the log under a byte budget: a flood is
+// mostly dropped, and the next line logged says how much.
+func TestUpstreamStderrIsBounded(t *testing.T) {
+	s, lb := openToolset(t, map[string]MCPServer{"up": stdioServer("serve")})
+	if res := callTool(t, s, "up__shout", `{"bytes":4000000}`); res.IsError {
+		t.Fatal(res.Text())
+	}
+	callTool(t, s, "up__shout", `{"bytes":1000}`)
+	// Stderr is read asynchronously: wait until the flood is through.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(lb.String(), "dropped_bytes="); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no dropped_bytes in the log")
+		}
+	}
+	logged := strings.Count(lb.String(), "line="+strings.Repeat("x", 99))
+	if max := (StderrBurstBytes+20*StderrRateBytes)/100 + 10; logged > max {
+		t.Errorf("%d stderr lines logged of 40000; the budget allows about %d", logged, max)
+	}
+	t.Logf("%d of 40000 lines logged", logged)
+}
+
+// The stderr log keeps whole lines of the tail and cuts long lines.
+func TestStderrTail(t *testing.T) {
+	log, _ := newLog(t)
+	sl := newStderrLog(log, "x")
+	for i := range 100 {
+		sl.line([]byte(fmt.Sprintf("line %d %s\n", i, strings.Repeat("y", 100))))
+	}
+	tail := sl.Tail()
+	if len(tail) > StderrTailBytes || !strings.HasPrefix(tail, "line ") || !strings.HasSuffix(tail, "line 99 "+strings.Repeat("y", 100)) {
+		t.Errorf("tail = %q", tail)
+	}
+}
+
+// An HTTP server's headers reach it; a JSON response body over
+// MaxServerMessageBytes fails the call instead of growing the host.
+func TestUpstreamHTTPHeadersAndBodyCap(t *testing.T) {
+	srv := testServer("http")
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
+	var sawAuth atomic.Bool
+	var huge atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer t0ken" {
+			sawAuth.Store(true)
+		}
+		if huge.Load() && r.Method == http.MethodPost {
+			w.Header().Set("Content-Type", "application/json")
+			chunk := []byte(strings.Repeat(" ", 1<<20))
+			for range MaxServerMessageBytes/len(chunk) + 2 {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"}}})
+	if !sawAuth.Load() {
+		t.Error("the Authorization header did not reach the server")
+	}
+	huge.Store(true)
+	res := callTool(t, s, "remote__echo", `{"text":"x"}`)
+	if !res.IsError {
+		t.Fatalf("a huge body: %+v", res)
+	}
+	t.Logf("huge body: %.300s", res.Text())
+}
+
+// Check reports each server: reachable with its tool count, or not with
+// the reason.
+func TestCheck(t *testing.T) {
+	ts := httpServer(t, testServer("http"))
+	log, _ := newLog(t)
+	got := Check(t.Context(), &Manifest{MCPServers: map[string]MCPServer{
+		"a": stdioServer("serve"),
+		"b": stdioServer("fail-at-start"),
+		"c": {Type: TransportHTTP, URL: ts.URL},
+	}}, &OpenOptions{Logger: log})
+	if len(got) != 3 || got[0].Name != "a" || got[0].Err != nil || got[0].Tools != 9 ||
+		got[1].Err == nil || !strings.Contains(got[1].Err.Error(), "permission denied") ||
+		got[2].Err != nil || got[2].Tools != 6 || got[2].Transport != TransportHTTP || got[2].Where != ts.URL {
+		t.Errorf("Check = %+v", got)
+	}
+}
