@@ -1,0 +1,37 @@
+// Package mcp serves Code Mode as an MCP server, over stdio or streamable
+// HTTP, on the official Go SDK (github.com/modelcontextprotocol/go-sdk).
+//
+// An agent with many MCP tools usually makes one model round trip per
+// call. Behind this server the model writes one program against all of
+// them instead: tools/list offers run_code, whose input is {"code":
+// string} and whose description carries the generated SDK of every tool
+// (TypeScript or Python, the runtime's language), and a call runs the
+// program in a fresh container where each `await tools["name"](args)`
+// goes through the registry's pipeline back to the host.
+//
+// The mode decides tools/list: registry.ModeCode (the default) offers
+// run_code only, registry.ModeBoth run_code and every tool natively,
+// registry.ModeNative the tools only (a plain MCP aggregator; no runtime
+// needed). Tools come from WithTools and, when they can change (the tools
+// of upstream MCP servers), WithToolSource: each change rebuilds the
+// registry and the SDK, and the go-sdk server sends
+// notifications/tools/list_changed. A call keeps the tool set it started
+// with.
+//
+// A run_code result is one text content block — the program's logs, then
+// its value rendered for a model, as the registry renders them — plus
+// structuredContent {value, logs, error} (registry.RunCodeOutput; run_code
+// declares its schema). A failed program is an error result naming its
+// failure kind and message; a run that could not start (admission full,
+// no image) an error result with the reason and no structured content.
+// When the call carries a progress token, the program's log entries
+// stream as notifications/progress while it runs, through a bounded queue
+// that never blocks the run (ProgressQueue). Cancelling the call
+// (notifications/cancelled, or over HTTP the request going away) cancels
+// the run: the runtime kills and removes its container. Close aborts
+// every call in flight.
+//
+// A native call's result carries the tool's content (text, images,
+// audio; other blocks as placeholder text), its structured content and
+// isError.
+package mcp

@@ -1,0 +1,368 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/containerd/errdefs"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+// ToolSource provides the tools a Server offers when they can change
+// while it runs (manifest.Toolset is one): Tools returns the current
+// list, Subscribe calls fn after it changed and returns an unsubscribe
+// function.
+type ToolSource interface {
+	Tools() []registry.Tool
+	Subscribe(fn func()) (cancel func())
+}
+
+// staticTools is a ToolSource that never changes.
+type staticTools []registry.Tool
+
+func (s staticTools) Tools() []registry.Tool      { return slices.Clone(s) }
+func (staticTools) Subscribe(func()) (cancel func()) { return func() {} }
+
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	mode     registry.Mode
+	runtime  backend.Runtime
+	source   ToolSource
+	tools    []registry.Tool
+	logger   *slog.Logger
+	regOpts  []registry.Option
+	version  string
+	sessions int
+}
+
+// WithMode selects what tools/list offers: registry.ModeCode (the
+// default) only run_code, registry.ModeBoth run_code and the tools,
+// registry.ModeNative only the tools.
+func WithMode(m registry.Mode) Option { return func(o *options) { o.mode = m } }
+
+// WithRuntime sets the code runtime run_code runs programs on; its
+// language picks the SDK. Required unless the mode is native. The server
+// does not close it.
+func WithRuntime(rt backend.Runtime) Option { return func(o *options) { o.runtime = rt } }
+
+// WithTools adds tools that never change.
+func WithTools(tools ...registry.Tool) Option {
+	return func(o *options) { o.tools = append(o.tools, tools...) }
+}
+
+// WithToolSource sets tools that may change while the server runs; each
+// change is told to clients with notifications/tools/list_changed. Tools
+// given WithTools come first.
+func WithToolSource(src ToolSource) Option { return func(o *options) { o.source = src } }
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithRegistryOptions adds options (hooks, guards, observers) to the
+// registry every call goes through. Mode, runtime, logger, event and log
+// sinks are the server's.
+func WithRegistryOptions(opts ...registry.Option) Option {
+	return func(o *options) { o.regOpts = append(o.regOpts, opts...) }
+}
+
+// WithVersion sets the version the server reports to clients.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
+
+// WithMaxSessions bounds the MCP sessions Handler holds at once, stateless
+// requests in flight included (default DefaultMaxSessions); a client that
+// would open one more gets 503.
+func WithMaxSessions(n int) Option { return func(o *options) { o.sessions = n } }
+
+// DefaultMaxSessions is the default of WithMaxSessions.
+const DefaultMaxSessions = 64
+
+// Server is Code Mode served as an MCP server. It is safe for concurrent
+// use; every session a transport opens shares its tools and runtime.
+type Server struct {
+	opts options
+	log  *slog.Logger
+	srv  *sdk.Server
+
+	// ctx ends every call in flight when the server closes.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	unsub  func()
+
+	mu      sync.Mutex
+	snap    *snapshot
+	exposed map[string][]byte // tools on the MCP server, by name, as JSON
+
+	streams sync.Map // run_code call id → *progress
+}
+
+// snapshot is one version of the tool set: the registry calls go through
+// and its assembly. A call keeps the snapshot it started with.
+type snapshot struct {
+	reg   *registry.Registry
+	tools []registry.MCPTool
+}
+
+// errClosed is the cause of a call's context when the server closes.
+var errClosed = errors.New("the MCP server is shutting down")
+
+// New builds a Server. It fails (errdefs.ErrInvalidArgument) for an
+// invalid mode, a tool the registry rejects, and (errdefs.
+// ErrFailedPrecondition) for code or both mode without a runtime whose
+// language has an SDK.
+func New(opts ...Option) (*Server, error) {
+	o := options{mode: registry.ModeCode, version: "dev", sessions: DefaultMaxSessions}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.logger == nil {
+		o.logger = slog.New(slog.DiscardHandler)
+	}
+	mode, err := registry.ParseMode(string(o.mode))
+	if err != nil {
+		return nil, err
+	}
+	o.mode = mode
+	if o.sessions <= 0 {
+		return nil, fmt.Errorf("%w: max sessions %d must be positive", errdefs.ErrInvalidArgument, o.sessions)
+	}
+	if o.source == nil {
+		o.source = staticTools(nil)
+	}
+	s := &Server{opts: o, log: o.logger, exposed: map[string][]byte{}}
+	s.ctx, s.cancel = context.WithCancelCause(context.Background())
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "dsh-container", Title: "dsh-container Code Mode", Version: o.version}, &sdk.ServerOptions{
+		Logger: o.logger,
+		// Tools, with list changes; nothing else (no logging capability).
+		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+	})
+	if err := s.refresh(); err != nil {
+		return nil, err
+	}
+	s.unsub = o.source.Subscribe(func() {
+		if err := s.refresh(); err != nil {
+			s.log.Error("the tool list changed but cannot be offered; the previous one stays", "err", err)
+		}
+	})
+	return s, nil
+}
+
+// MCPServer is the go-sdk server, for transports this package does not
+// wrap.
+func (s *Server) MCPServer() *sdk.Server { return s.srv }
+
+// Run serves one session over t (stdio: &sdk.StdioTransport{}) until the
+// client disconnects or ctx is done.
+func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
+	return s.srv.Run(ctx, t)
+}
+
+// Close aborts the calls in flight (their runs end with kind abort and
+// their containers are removed by the runtime) and stops following the
+// tool source. Sessions end when their transports do.
+func (s *Server) Close() {
+	s.cancel(errClosed)
+	s.unsub()
+}
+
+// Tools returns what tools/list offers now, in MCP's tool shape.
+func (s *Server) Tools() []registry.MCPTool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.snap.tools)
+}
+
+// build assembles a snapshot of the current tools.
+func (s *Server) build() (*snapshot, error) {
+	regOpts := append(slices.Clone(s.opts.regOpts),
+		registry.WithMode(s.opts.mode),
+		registry.WithLogger(s.log),
+		registry.WithEventSink(func(e registry.Event) {
+			s.log.Debug("tool/code-dispatch", "parent_call_id", e.ParentCallID, "call_id", e.CallID, "tool", e.Tool, "is_error", e.IsError, "dropped", e.Dropped)
+		}),
+		registry.WithLogSink(func(callID string, e backend.LogEntry) {
+			if p, ok := s.streams.Load(callID); ok {
+				p.(*progress).push(e)
+			}
+		}),
+	)
+	if s.opts.runtime != nil {
+		regOpts = append(regOpts, registry.WithRuntime(s.opts.runtime))
+	}
+	reg := registry.New(regOpts...)
+	for _, t := range append(slices.Clone(s.opts.tools), s.opts.source.Tools()...) {
+		if err := reg.Register(t); err != nil {
+			return nil, err
+		}
+	}
+	asm, err := reg.Assemble(context.Background(), registry.Scope{})
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{reg: reg, tools: asm.MCPTools()}, nil
+}
+
+// refresh rebuilds the snapshot and brings the MCP server's tool list in
+// line with it: tools that went are removed, new or changed ones added
+// (the go-sdk server then sends notifications/tools/list_changed).
+func (s *Server) refresh() error {
+	snap, err := s.build()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.snap = snap
+	next := map[string][]byte{}
+	for _, t := range snap.tools {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		next[t.Name] = b
+		if bytes.Equal(s.exposed[t.Name], b) {
+			continue
+		}
+		handler := s.native(t.Name)
+		if t.Name == registry.RunCode {
+			handler = s.runCode
+		}
+		s.srv.AddTool(sdkTool(t, s.log), handler)
+	}
+	var gone []string
+	for name := range s.exposed {
+		if _, ok := next[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+	}
+	s.exposed = next
+	return nil
+}
+
+// sdkTool is t for the go-sdk server, whose input schemas must be objects
+// of type "object": a schema without a type gets it; a schema of another
+// type cannot be offered over MCP as it is and becomes {"type":"object"}
+// (logged).
+func sdkTool(t registry.MCPTool, log *slog.Logger) *sdk.Tool {
+	in := t.InputSchema
+	var m map[string]any
+	if json.Unmarshal(in, &m) != nil || m == nil {
+		m = map[string]any{}
+	}
+	switch typ, ok := m["type"]; {
+	case !ok:
+		m["type"] = "object"
+		in, _ = json.Marshal(m)
+	case typ != "object":
+		log.Warn("a tool's input schema is not of type object; MCP offers it as {\"type\":\"object\"}", "tool", t.Name, "schema_type", fmt.Sprint(typ))
+		in = json.RawMessage(`{"type":"object"}`)
+	}
+	st := &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: in}
+	if len(t.OutputSchema) > 0 {
+		st.OutputSchema = t.OutputSchema
+	}
+	if len(t.Annotations) > 0 {
+		var a sdk.ToolAnnotations
+		if json.Unmarshal(t.Annotations, &a) == nil {
+			st.Annotations = &a
+		}
+	}
+	return st
+}
+
+// current returns the snapshot calls go through now.
+func (s *Server) current() *snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap
+}
+
+// callContext is ctx, also cancelled when the server closes.
+func (s *Server) callContext(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.ctx, func() { cancel(context.Cause(s.ctx)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+func newCallID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "mcp-" + hex.EncodeToString(b[:])
+}
+
+// native returns the handler of a native tool: the call goes through the
+// registry's pipeline and its result converts to MCP's.
+func (s *Server) native(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ctx, done := s.callContext(ctx)
+		defer done()
+		res := s.current().reg.Execute(ctx, registry.Call{ID: newCallID(), Name: name, Arguments: req.Params.Arguments})
+		out := &sdk.CallToolResult{Content: content(res.Content), IsError: res.IsError}
+		if len(res.StructuredContent) > 0 && !res.IsError {
+			out.StructuredContent = json.RawMessage(res.StructuredContent)
+		}
+		return out, nil
+	}
+}
+
+// content converts registry blocks to MCP content: text, images and audio
+// as they are, any other block as its placeholder text.
+func content(blocks []registry.Block) []sdk.Content {
+	out := make([]sdk.Content, 0, len(blocks))
+	for _, b := range blocks {
+		switch b.Type {
+		case registry.BlockText:
+			out = append(out, &sdk.TextContent{Text: b.Text})
+		case registry.BlockImage:
+			out = append(out, &sdk.ImageContent{MIMEType: b.MimeType, Data: b.Data})
+		case "audio":
+			out = append(out, &sdk.AudioContent{MIMEType: b.MimeType, Data: b.Data})
+		default:
+			out = append(out, &sdk.TextContent{Text: b.String()})
+		}
+	}
+	return out
+}
+
+// runCode is run_code's handler: the program runs through the registry
+// (its sub-calls through the same pipeline); with a progress token the
+// program's logs stream as progress notifications while it runs; the
+// result is the registry's text plus structuredContent {value, logs,
+// error}; a failed program is an error result naming its kind.
+func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	ctx, done := s.callContext(ctx)
+	defer done()
+	id := newCallID()
+	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
+		p := newProgress(ctx, req.Session, token, s.log)
+		s.streams.Store(id, p)
+		defer func() {
+			s.streams.Delete(id)
+			p.finish()
+		}()
+	}
+	res := s.current().reg.Execute(ctx, registry.Call{ID: id, Name: registry.RunCode, Arguments: req.Params.Arguments})
+	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.IsError}
+	if res.CodeRun != nil {
+		out.StructuredContent = registry.NewRunCodeOutput(res.CodeRun)
+	} else {
+		s.log.Warn("run_code did not run", "call_id", id, "err", res.Err)
+	}
+	return out, nil
+}
+
