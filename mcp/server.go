@@ -31,7 +31,7 @@ type ToolSource interface {
 // staticTools is a ToolSource that never changes.
 type staticTools []registry.Tool
 
-func (s staticTools) Tools() []registry.Tool      { return slices.Clone(s) }
+func (s staticTools) Tools() []registry.Tool         { return slices.Clone(s) }
 func (staticTools) Subscribe(func()) (cancel func()) { return func() {} }
 
 // Option configures a Server.
@@ -365,4 +365,3 @@ func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 	}
 	return out, nil
 }
-
