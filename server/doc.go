@@ -3,8 +3,11 @@
 // SDK of the loaded tools, reports health and exports Prometheus metrics.
 //
 // A Server holds one backend.Runtime per language (in the daemon, each a
-// container runtime with its own warm pool and admission limit) and the
-// tools loaded at start. Every POST /v1/run gets its own registry in Code
+// container runtime with its own warm pool and admission limit), the
+// tools loaded at start and, optionally, a ToolSource whose tools may
+// change (the tools of MCP servers), read afresh for each request. Its
+// mode (WithMode: code, the default; both; native) decides what GET
+// /v1/tools lists; in native mode POST /v1/run answers 404. Every POST /v1/run gets its own registry in Code
 // Mode over the runtime of the requested language, so the run's
 // tool/code-dispatch events are collected for that request alone and call
 // ids of concurrent requests never mix. The registry is cheap; the runtime,
@@ -14,6 +17,7 @@
 //
 //	POST /v1/run      {"language","code","id"?} → the `run --json` object plus "events"
 //	GET  /v1/sdk      ?language=typescript|python&format=prompt|source → SDK text
+//	GET  /v1/tools    ?language=typescript|python → {"mode","language","tools": [MCP tool shape]}
 //	GET  /healthz     200 {"status":"ok"} or 503 {"status":"unavailable","error"}
 //	GET  /metrics     Prometheus text exposition
 //

@@ -93,6 +93,10 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, 
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
+	if s.opts.mode == registry.ModeNative {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("%s is not offered in mode %q: this server offers its tools natively only (serve --mode code or both runs programs)", registry.RunCode, registry.ModeNative))
+		return
+	}
 	req, status, err := s.decodeRun(w, r)
 	if err != nil {
 		writeError(w, status, err.Error())
@@ -118,7 +122,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		events = []registry.Event{}
 	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
-		registry.WithMode(registry.ModeCode),
+		registry.WithMode(s.opts.mode),
 		registry.WithRuntime(rt),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
@@ -127,8 +131,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			mu.Unlock()
 		}),
 	)...)
-	for _, t := range s.opts.tools {
-		if err := reg.Register(t); err != nil { // validated by New: cannot fail
+	for _, t := range s.tools() {
+		if err := reg.Register(t); err != nil { // validated by New and the source
 			writeError(w, http.StatusInternalServerError, err.Error())
 			return
 		}

@@ -33,9 +33,10 @@ func (s *Server) handleSDK(w http.ResponseWriter, r *http.Request) {
 	if format == "" {
 		format = string(sdkgen.FormatPrompt)
 	}
-	tools := make([]sdkgen.Tool, 0, len(s.opts.tools))
-	for _, t := range s.opts.tools {
-		tools = append(tools, sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters})
+	current := s.tools()
+	tools := make([]sdkgen.Tool, 0, len(current))
+	for _, t := range current {
+		tools = append(tools, sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema})
 	}
 	text, err := sdkgen.Render(sdkgen.Language(lang), sdkgen.Format(format), tools)
 	if err != nil {

@@ -45,6 +45,8 @@ type Option func(*options)
 type options struct {
 	runtimes    []backend.Runtime
 	tools       []registry.Tool
+	source      ToolSource
+	mode        registry.Mode
 	logger      *slog.Logger
 	metrics     *prometheus.Registry
 	health      HealthCheck
@@ -65,6 +67,22 @@ func WithRuntime(rt backend.Runtime) Option {
 func WithTools(tools ...registry.Tool) Option {
 	return func(o *options) { o.tools = append(o.tools, tools...) }
 }
+
+// ToolSource provides tools that may change while the server runs (the
+// tools of MCP servers: manifest.Toolset is one). Each request uses the
+// list Tools returns then.
+type ToolSource interface {
+	Tools() []registry.Tool
+}
+
+// WithToolSource adds the tools of src, after those given WithTools.
+func WithToolSource(src ToolSource) Option { return func(o *options) { o.source = src } }
+
+// WithMode sets the presentation mode: registry.ModeCode (the default)
+// and registry.ModeBoth run programs; registry.ModeNative offers the tools
+// only, so POST /v1/run answers 404. GET /v1/tools lists what the mode
+// offers.
+func WithMode(m registry.Mode) Option { return func(o *options) { o.mode = m } }
 
 // WithLogger sets the logger (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -106,7 +124,7 @@ var _ http.Handler = (*Server)(nil)
 // runtime, with two runtimes of one language, or with a tool the registry
 // rejects.
 func New(opts ...Option) (*Server, error) {
-	o := options{maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout, retryAfter: time.Second, healthLimit: 10 * time.Second}
+	o := options{maxBody: DefaultMaxBodyBytes, bodyTimeout: DefaultBodyTimeout, retryAfter: time.Second, healthLimit: 10 * time.Second, mode: registry.ModeCode}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -138,10 +156,15 @@ func New(opts ...Option) (*Server, error) {
 		return nil, fmt.Errorf("%w: the server needs at least one runtime", errdefs.ErrInvalidArgument)
 	}
 	slices.Sort(s.langs)
+	mode, err := registry.ParseMode(string(o.mode))
+	if err != nil {
+		return nil, err
+	}
+	s.opts.mode = mode
 	// Register the tools once now so a bad tool fails start-up, not every
 	// request.
 	probe := registry.New()
-	for _, t := range o.tools {
+	for _, t := range s.tools() {
 		if err := probe.Register(t); err != nil {
 			return nil, err
 		}
@@ -155,16 +178,29 @@ func New(opts ...Option) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/v1/run", s.instrument("run", methods(s.handleRun, http.MethodPost)))
 	s.mux.Handle("/v1/sdk", s.instrument("sdk", methods(s.handleSDK, http.MethodGet, http.MethodHead)))
+	s.mux.Handle("/v1/tools", s.instrument("tools", methods(s.handleTools, http.MethodGet, http.MethodHead)))
 	s.mux.Handle("/healthz", s.instrument("healthz", methods(s.handleHealthz, http.MethodGet, http.MethodHead)))
 	s.mux.Handle("/metrics", s.instrument("metrics", methods(s.metrics.handler.ServeHTTP, http.MethodGet, http.MethodHead)))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (endpoints: POST /v1/run, GET /v1/sdk, GET /healthz, GET /metrics)", r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (endpoints: POST /v1/run, GET /v1/sdk, GET /v1/tools, GET /healthz, GET /metrics)", r.URL.Path))
 	})
 	return s, nil
 }
 
 // Languages lists the languages the server runs, sorted.
 func (s *Server) Languages() []string { return slices.Clone(s.langs) }
+
+// Mode is the presentation mode.
+func (s *Server) Mode() registry.Mode { return s.opts.mode }
+
+// tools are the tools now: WithTools's, then the source's.
+func (s *Server) tools() []registry.Tool {
+	tools := slices.Clone(s.opts.tools)
+	if s.opts.source != nil {
+		tools = append(tools, s.opts.source.Tools()...)
+	}
+	return tools
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
