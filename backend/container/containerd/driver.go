@@ -1,0 +1,595 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	containerdclient "github.com/containerd/containerd"
+	tasks "github.com/containerd/containerd/api/services/tasks/v1"
+	"github.com/containerd/containerd/api/types"
+	apitask "github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/cio"
+	"github.com/containerd/containerd/containers"
+	ctrerrdefs "github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/identifiers"
+	"github.com/containerd/containerd/leases"
+	"github.com/containerd/containerd/mount"
+	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/containerd/protobuf"
+	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend/container"
+)
+
+// Addresses and names.
+const (
+	// DefaultAddress is the standalone containerd's socket (Debian's
+	// `containerd` package).
+	DefaultAddress = "/run/containerd/containerd.sock"
+	// DockerManagedAddress is the socket of the containerd a Docker daemon
+	// starts and manages; our own namespace keeps us apart from Docker's
+	// "moby" namespace.
+	DockerManagedAddress = "/run/docker/containerd/containerd.sock"
+	// DefaultNamespace is the containerd namespace the driver works in.
+	DefaultNamespace = "dsh-container"
+	// DefaultSnapshotter is containerd's default snapshotter on Linux.
+	DefaultSnapshotter = "overlayfs"
+)
+
+// ResolveAddress returns addr, or when it is empty DefaultAddress, falling
+// back to DockerManagedAddress when DefaultAddress does not exist and that
+// one does.
+func ResolveAddress(addr string) string {
+	if addr != "" {
+		return strings.TrimPrefix(addr, "unix://")
+	}
+	if _, err := os.Stat(DefaultAddress); err != nil {
+		if _, err := os.Stat(DockerManagedAddress); err == nil {
+			return DockerManagedAddress
+		}
+	}
+	return DefaultAddress
+}
+
+// Options configure New. Zero values are the documented defaults.
+type Options struct {
+	// Address is containerd's socket (default: ResolveAddress("")).
+	Address string
+	// Namespace is the containerd namespace (default DefaultNamespace).
+	Namespace string
+	// Snapshotter names the snapshotter (default DefaultSnapshotter).
+	Snapshotter string
+	// StateDir holds the driver's host files: the per-container FIFO
+	// directories and the runsc wrapper (default DefaultStateDir()).
+	StateDir string
+	// InitBinary is the static init mounted at InitPath when a Spec asks
+	// for an init (default: docker-init or tini-static from PATH).
+	InitBinary string
+	// DialTimeout bounds connecting to containerd (default 5s).
+	DialTimeout time.Duration
+	// Logger receives debug detail (default: discard).
+	Logger *slog.Logger
+}
+
+// DefaultStateDir is where the driver keeps its host files by default.
+func DefaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/dsh-container/containerd"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "dsh-container-containerd")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("dsh-container-containerd-%d", os.Getuid()))
+}
+
+// Driver drives containers through containerd.
+type Driver struct {
+	client    *containerdclient.Client
+	address   string
+	ns        string
+	sn        string
+	fifoRoot  string
+	init      string
+	runtimes  map[string]ociRuntime
+	log       *slog.Logger
+	snapshots snapshots.Snapshotter
+	tasks     tasks.TasksClient
+	ctrs      containers.Store
+	leases    leases.Manager
+
+	imagesMu sync.Mutex
+	images   map[string]resolvedImage // ref → its snapshot parent
+
+	mu    sync.Mutex
+	state map[string]*taskState // container id → what this process holds for it
+}
+
+// taskState is what the driver holds for a container it created: the
+// host end of its output and its cgroup files.
+type taskState struct {
+	pid       uint32
+	io        *cio.DirectIO
+	closeOnce sync.Once
+	cgroup    cgroupFiles
+}
+
+func (t *taskState) closeIO() {
+	t.closeOnce.Do(func() {
+		if t.io != nil {
+			t.io.Cancel()
+			t.io.Close()
+		}
+	})
+}
+
+var (
+	_ container.Driver         = (*Driver)(nil)
+	_ container.CPUMeter       = (*Driver)(nil)
+	_ container.MemoryMeter    = (*Driver)(nil)
+	_ container.OutputAttacher = (*Driver)(nil)
+	_ container.ImageChecker   = (*Driver)(nil)
+	_ container.Describer      = (*Driver)(nil)
+	_ container.Prober         = (*Driver)(nil)
+	_ container.Inspector      = (*Driver)(nil)
+)
+
+// New connects to containerd and checks that it answers. An unreachable
+// socket is errdefs.ErrUnavailable naming the address and the fix.
+func New(ctx context.Context, o Options) (*Driver, error) {
+	addr := ResolveAddress(o.Address)
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if err := identifiers.Validate(o.Namespace); err != nil {
+		return nil, fmt.Errorf("%w: containerd namespace %q: %w", errdefs.ErrInvalidArgument, o.Namespace, err)
+	}
+	if o.Snapshotter == "" {
+		o.Snapshotter = DefaultSnapshotter
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir()
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.InitBinary == "" {
+		o.InitBinary = findInit()
+	}
+	if _, err := os.Stat(addr); err != nil {
+		return nil, unreachable(addr, err)
+	}
+	client, err := containerdclient.New(addr,
+		containerdclient.WithDefaultNamespace(o.Namespace),
+		containerdclient.WithDefaultRuntime(runcShim),
+		containerdclient.WithTimeout(o.DialTimeout))
+	if err != nil {
+		return nil, unreachable(addr, err)
+	}
+	d := &Driver{
+		client:   client,
+		address:  addr,
+		ns:       o.Namespace,
+		sn:       o.Snapshotter,
+		fifoRoot: filepath.Join(o.StateDir, "fifo"),
+		init:     o.InitBinary,
+		log:      o.Logger,
+		images:   map[string]resolvedImage{},
+		state:    map[string]*taskState{},
+	}
+	d.snapshots = client.SnapshotService(d.sn)
+	d.tasks = client.TaskService()
+	d.ctrs = client.ContainerService()
+	d.leases = client.LeasesService()
+	vctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
+	defer cancel()
+	if _, err := client.Version(d.nsCtx(vctx)); err != nil {
+		client.Close()
+		return nil, unreachable(addr, err)
+	}
+	if err := os.MkdirAll(d.fifoRoot, 0o700); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("the driver's state directory: %w", err)
+	}
+	d.runtimes = detectRuntimes(o.StateDir, d.log)
+	return d, nil
+}
+
+func unreachable(addr string, err error) error {
+	return fmt.Errorf("%w: cannot reach containerd at %s (%v); start it (`systemctl start containerd`, or `containerd &` from Debian's containerd package), or point --containerd-address at a running one (a Docker host's containerd listens on %s)",
+		errdefs.ErrUnavailable, addr, err, DockerManagedAddress)
+}
+
+// findInit looks for a static init on PATH.
+func findInit() string {
+	for _, name := range []string{"docker-init", "tini-static"} {
+		if p, err := lookPath(name); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return real
+			}
+			return p
+		}
+	}
+	return ""
+}
+
+// Address is the socket the driver talks to; Namespace its namespace.
+func (d *Driver) Address() string   { return d.address }
+func (d *Driver) Namespace() string { return d.ns }
+
+// Snapshotter names the snapshotter containers' root filesystems come from.
+func (d *Driver) Snapshotter() string { return d.sn }
+
+// Close releases the client. Containers are not touched.
+func (d *Driver) Close() error {
+	if d.client == nil {
+		return nil
+	}
+	return d.client.Close()
+}
+
+func (d *Driver) nsCtx(ctx context.Context) context.Context {
+	return namespaces.WithNamespace(ctx, d.ns)
+}
+
+// Capabilities implements container.Driver.
+func (d *Driver) Capabilities() container.Capabilities {
+	return container.Capabilities{Name: "containerd", Runtimes: runtimeNames(d.runtimes), DefaultRuntime: "runc"}
+}
+
+// Endpoint implements container.Driver: a Unix socket in a private
+// directory, bind-mounted into the container.
+func (d *Driver) Endpoint(_ context.Context, req container.EndpointRequest) (*container.Endpoint, error) {
+	return container.NewUnixEndpoint(req.SocketDir)
+}
+
+// createTimeout bounds a create, which the caller's cancellation never
+// cuts short (see Create).
+const createTimeout = 30 * time.Second
+
+// leaseExpiry bounds how long a lease protects a snapshot being prepared:
+// if this process dies mid-create, containerd's garbage collector frees
+// the lease after it, and the reaper removes the labelled snapshot.
+const leaseExpiry = 5 * time.Minute
+
+// Create implements container.Driver: a snapshot of the image, the
+// container record with the OCI spec, and its task (created, not started)
+// with stdout and stderr on FIFOs. It runs to completion under a bounded,
+// non-cancellable context and, when anything fails, removes everything it
+// made, snapshot included; a caller that gave up meanwhile gets ctx's
+// error and nothing left behind.
+func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr error) {
+	rt, err := d.runtimeFor(s.OCIRuntime)
+	if err != nil {
+		return "", err
+	}
+	sp, err := BuildSpec(s, SpecOptions{Namespace: d.ns, InitBinary: d.init})
+	if err != nil {
+		return "", err
+	}
+	specAny, err := protobuf.MarshalAnyToProto(sp)
+	if err != nil {
+		return "", fmt.Errorf("encoding the OCI spec: %w", err)
+	}
+	id := s.Name
+	cctx, cancel := context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), createTimeout)
+	defer cancel()
+	img, err := d.resolveImage(cctx, s.Image)
+	if err != nil {
+		return "", err
+	}
+
+	lease, err := d.leases.Create(cctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
+	if err != nil {
+		return "", d.translate(err)
+	}
+	defer func() {
+		// The container record now holds the snapshot (or nothing was
+		// left to hold).
+		if err := d.leases.Delete(cctx, lease); err != nil && !errdefs.IsNotFound(err) {
+			d.log.Debug("lease delete", "lease", lease.ID, "err", err)
+		}
+	}()
+	lctx := leases.WithLease(cctx, lease.ID)
+	defer func() {
+		if retErr != nil {
+			if err := d.remove(cctx, id); err != nil && !errdefs.IsNotFound(err) {
+				d.log.Warn("cleanup after a failed create", "container_id", id, "err", err)
+			}
+		}
+	}()
+
+	t0 := time.Now()
+	mounts, err := d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(s.Labels))
+	if errdefs.IsNotFound(err) {
+		// The image's snapshots went (image removed, content pruned):
+		// resolve it afresh once.
+		d.forgetImage(s.Image)
+		if img, err = d.resolveImage(cctx, s.Image); err != nil {
+			return "", err
+		}
+		mounts, err = d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(s.Labels))
+	}
+	if err != nil {
+		if errdefs.IsAlreadyExists(err) {
+			return "", fmt.Errorf("%w: a snapshot %s already exists in containerd namespace %s", errdefs.ErrAlreadyExists, id, d.ns)
+		}
+		return "", fmt.Errorf("preparing the root filesystem of %s: %w", id, d.translate(err))
+	}
+	if _, err := d.ctrs.Create(lctx, containers.Container{
+		ID:          id,
+		Labels:      s.Labels,
+		Image:       s.Image,
+		Runtime:     containers.RuntimeInfo{Name: rt.shim, Options: rt.options},
+		Spec:        specAny,
+		SnapshotKey: id,
+		Snapshotter: d.sn,
+	}); err != nil {
+		return "", fmt.Errorf("creating container %s: %w", id, d.translate(err))
+	}
+	t2 := time.Now()
+	st, err := d.newTask(cctx, id, rt, mounts)
+	if err != nil {
+		return "", err
+	}
+	d.log.Debug("containerd create", "container_id", id, "snapshot_and_record", t2.Sub(t0), "task", time.Since(t2))
+	d.mu.Lock()
+	d.state[id] = st
+	d.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// newTask creates the container's task with its output on FIFOs in a
+// directory of the container's own under the state directory.
+func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs []mount.Mount) (_ *taskState, retErr error) {
+	dir := filepath.Join(d.fifoRoot, id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("the task's FIFO directory: %w", err)
+	}
+	fifos := cio.NewFIFOSet(cio.Config{
+		Stdout: filepath.Join(dir, "stdout"),
+		Stderr: filepath.Join(dir, "stderr"),
+	}, func() error { return os.RemoveAll(dir) })
+	dio, err := cio.NewDirectIO(context.WithoutCancel(ctx), fifos)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("the task's FIFOs: %w", err)
+	}
+	st := &taskState{io: dio}
+	defer func() {
+		if retErr != nil {
+			st.closeIO()
+		}
+	}()
+	req := &tasks.CreateTaskRequest{
+		ContainerID: id,
+		Stdout:      fifos.Stdout,
+		Stderr:      fifos.Stderr,
+		Rootfs:      rootfsMounts(rootfs),
+	}
+	if rt.options != nil {
+		req.Options = protobuf.FromAny(rt.options)
+	}
+	resp, err := d.tasks.Create(ctx, req)
+	if err != nil {
+		return nil, d.shimError(rt, ctrerrdefs.FromGRPC(err))
+	}
+	st.pid = resp.Pid
+	st.cgroup = cgroupFilesOf(int(resp.Pid), id)
+	return st, nil
+}
+
+func rootfsMounts(ms []mount.Mount) []*types.Mount {
+	out := make([]*types.Mount, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, &types.Mount{Type: m.Type, Source: m.Source, Target: m.Target, Options: m.Options})
+	}
+	return out
+}
+
+func (d *Driver) taskState(id string) *taskState {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.state[id]
+}
+
+// StartAttached implements container.OutputAttacher: the task's output
+// FIFOs were opened when it was created, so no byte is missed.
+func (d *Driver) StartAttached(ctx context.Context, id string) (container.Streams, error) {
+	st := d.taskState(id)
+	if st == nil {
+		return container.Streams{}, fmt.Errorf("%w: container %s was not created by this driver: its output cannot be attached", errdefs.ErrNotFound, id)
+	}
+	if err := d.start(ctx, id); err != nil {
+		return container.Streams{}, err
+	}
+	return container.Streams{
+		Stdout: st.io.Stdout,
+		Stderr: st.io.Stderr,
+		Close:  func() error { st.closeIO(); return nil },
+	}, nil
+}
+
+// Start implements container.Driver. Output nobody attached to is read
+// and discarded, so a container never blocks on a full FIFO.
+func (d *Driver) Start(ctx context.Context, id string) error {
+	if err := d.start(ctx, id); err != nil {
+		return err
+	}
+	if st := d.taskState(id); st != nil {
+		go discard(st.io.Stdout)
+		go discard(st.io.Stderr)
+	}
+	return nil
+}
+
+func (d *Driver) start(ctx context.Context, id string) error {
+	if _, err := d.tasks.Start(d.nsCtx(ctx), &tasks.StartRequest{ContainerID: id}); err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	return nil
+}
+
+// Wait implements container.Driver. The status carries OOMKilled from the
+// task's cgroup, read when the task exits and before it is deleted.
+func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStatus, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The wait outlives the call that set it up: it ends when the task
+	// exits or the client closes.
+	wctx := d.nsCtx(context.WithoutCancel(ctx))
+	out := make(chan container.ExitStatus, 1)
+	go func() {
+		var st container.ExitStatus
+		r, err := d.tasks.Wait(wctx, &tasks.WaitRequest{ContainerID: id})
+		if err != nil {
+			st.Code, st.Err = -1, d.translate(ctrerrdefs.FromGRPC(err))
+		} else {
+			st.Code = int(r.ExitStatus)
+		}
+		st.OOMKilled = d.oomKilled(wctx, id)
+		out <- st
+	}()
+	return out, nil
+}
+
+// Kill implements container.Driver: SIGKILL to every process of the task.
+func (d *Driver) Kill(ctx context.Context, id string) error {
+	_, err := d.tasks.Kill(d.nsCtx(ctx), &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true})
+	if err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	return nil
+}
+
+// Remove implements container.Driver: the task (killed if it runs), the
+// container record, its snapshot and its FIFO directory. It reports
+// NotFound only when none of them existed.
+func (d *Driver) Remove(ctx context.Context, id string) error {
+	return d.remove(d.nsCtx(ctx), id)
+}
+
+func (d *Driver) remove(ctx context.Context, id string) error {
+	d.mu.Lock()
+	st := d.state[id]
+	delete(d.state, id)
+	d.mu.Unlock()
+
+	found := false
+	var errs []error
+	note := func(what string, err error) {
+		switch {
+		case err == nil:
+			found = true
+		case errdefs.IsNotFound(err):
+		default:
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	note("delete task", d.deleteTask(ctx, id))
+	if st != nil {
+		st.closeIO()
+	}
+	note("delete container", ctrerrdefs.FromGRPC(d.ctrs.Delete(ctx, id)))
+	note("remove snapshot", ctrerrdefs.FromGRPC(d.snapshots.Remove(ctx, id)))
+	dir := filepath.Join(d.fifoRoot, id)
+	if _, err := os.Lstat(dir); err == nil {
+		note("remove FIFO directory", os.RemoveAll(dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return d.translate(err)
+	}
+	if !found {
+		return fmt.Errorf("%w: no container %s in containerd namespace %s", errdefs.ErrNotFound, id, d.ns)
+	}
+	return nil
+}
+
+// deleteTask deletes the task, killing it first when it still runs.
+func (d *Driver) deleteTask(ctx context.Context, id string) error {
+	_, err := d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
+	err = ctrerrdefs.FromGRPC(err)
+	if err == nil || errdefs.IsNotFound(err) {
+		return err
+	}
+	// Still running, created, or just killed and not yet reaped: kill,
+	// wait for the exit, delete.
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() {
+		_, err := d.tasks.Wait(wctx, &tasks.WaitRequest{ContainerID: id})
+		waited <- ctrerrdefs.FromGRPC(err)
+	}()
+	if _, err := d.tasks.Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil && !errdefs.IsNotFound(ctrerrdefs.FromGRPC(err)) {
+		cancel()
+		<-waited
+		return ctrerrdefs.FromGRPC(err)
+	}
+	if err := <-waited; err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("waiting for the killed task: %w", err)
+	}
+	_, err = d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
+	return ctrerrdefs.FromGRPC(err)
+}
+
+// List implements container.Driver: containers carrying label=value and,
+// as leftovers of containers already gone, snapshots carrying it.
+func (d *Driver) List(ctx context.Context, label, value string) ([]container.ContainerInfo, error) {
+	ctx = d.nsCtx(ctx)
+	filter := "labels." + strconv.Quote(label) + "==" + strconv.Quote(value)
+	list, err := d.ctrs.List(ctx, filter)
+	if err != nil {
+		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	running := map[string]bool{}
+	if resp, err := d.tasks.List(ctx, &tasks.ListTasksRequest{}); err == nil {
+		for _, t := range resp.Tasks {
+			running[t.ID] = t.Status == apitask.Status_RUNNING
+		}
+	}
+	out := make([]container.ContainerInfo, 0, len(list))
+	seen := map[string]bool{}
+	for _, c := range list {
+		seen[c.ID] = true
+		out = append(out, container.ContainerInfo{ID: c.ID, Labels: c.Labels, Created: c.CreatedAt, Running: running[c.ID]})
+	}
+	err = d.snapshots.Walk(ctx, func(_ context.Context, info snapshots.Info) error {
+		if !seen[info.Name] && info.Kind == snapshots.KindActive {
+			out = append(out, container.ContainerInfo{ID: info.Name, Labels: info.Labels, Created: info.Created})
+		}
+		return nil
+	}, filter)
+	if err != nil {
+		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	return out, nil
+}
+
+// translate classifies a containerd error once, with a fix.
+func (d *Driver) translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errdefs.IsUnavailable(err) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENOENT) && strings.Contains(err.Error(), d.address) {
+		return unreachable(d.address, err)
+	}
+	return err
+}

@@ -1,0 +1,311 @@
+package containerd
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/containers"
+	"github.com/containerd/containerd/contrib/seccomp"
+	ctrerrdefs "github.com/containerd/containerd/errdefs"
+	"github.com/containerd/containerd/leases"
+	"github.com/containerd/containerd/oci"
+	"github.com/containerd/containerd/protobuf"
+	"github.com/containerd/containerd/snapshots"
+	"github.com/containerd/containerd/version"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-container/dsh-container/backend/container"
+)
+
+// Ping implements container.Describer.
+func (d *Driver) Ping(ctx context.Context) error {
+	if _, err := d.client.Version(d.nsCtx(ctx)); err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	return nil
+}
+
+// Describe implements container.Describer: containerd's version, the
+// snapshotter (and whether containerd reports it usable) and the OCI
+// runtimes this host can run.
+func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
+	ctx = d.nsCtx(ctx)
+	v, err := d.client.Version(ctx)
+	if err != nil {
+		return container.EngineInfo{}, d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	info := container.EngineInfo{
+		Engine:         "containerd " + v.Version,
+		API:            fmt.Sprintf("containerd gRPC at %s, namespace %s (client %s)", d.address, d.ns, version.Version),
+		CgroupVersion:  cgroupVersion(),
+		CgroupDriver:   "cgroupfs",
+		Storage:        d.sn,
+		Runtimes:       map[string][]string{},
+		DefaultRuntime: "runc",
+		Seccomp:        kernelSeccomp(),
+	}
+	for name, rt := range d.runtimes {
+		info.Runtimes[name] = slices.Clone(rt.args)
+	}
+	return info, nil
+}
+
+// SnapshotterStatus reports whether containerd's snapshotter plugin of the
+// driver's snapshotter loaded ("ok"), or why not.
+func (d *Driver) SnapshotterStatus(ctx context.Context) (string, error) {
+	resp, err := d.client.IntrospectionService().Plugins(d.nsCtx(ctx), []string{`type=="io.containerd.snapshotter.v1"`, "id==" + d.sn})
+	if err != nil {
+		return "", d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	if len(resp.Plugins) == 0 {
+		return "", fmt.Errorf("%w: containerd has no snapshotter %q", errdefs.ErrNotFound, d.sn)
+	}
+	p := resp.Plugins[0]
+	if p.InitErr != nil {
+		return "error: " + p.InitErr.Message, nil
+	}
+	return "ok", nil
+}
+
+func cgroupVersion() string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/sys/fs/cgroup", &st); err == nil && st.Type == 0x63677270 { // CGROUP2_SUPER_MAGIC
+		return "2"
+	}
+	return "1"
+}
+
+func kernelSeccomp() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	return err == nil && strings.Contains(string(data), "\nSeccomp:")
+}
+
+// Probe implements container.Prober: a bare container (its own network
+// namespace, no bridge, the runtime's default spec otherwise) running cmd
+// under an OCI runtime, started, waited for and removed. It carries the
+// runtime's managed label and this process as owner, so the reaper
+// removes it if this process dies first.
+func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime string) (retErr error) {
+	ctx, cancel := context.WithTimeout(d.nsCtx(ctx), 60*time.Second)
+	defer cancel()
+	rt, err := d.runtimeFor(runtime)
+	if err != nil {
+		return err
+	}
+	img, err := d.resolveImage(ctx, image)
+	if err != nil {
+		return err
+	}
+	id := "dsh-probe-" + randomHex(8)
+	labels := map[string]string{container.LabelManaged: "true", container.LabelOwner: container.OwnerOf(os.Getpid()), container.LabelPrefix + "probe": "true"}
+	sp, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: id}, oci.WithProcessArgs(cmd...), oci.WithoutRunMount, oci.WithRootFSReadonly())
+	if err != nil {
+		return err
+	}
+	specAny, err := protobuf.MarshalAnyToProto(sp)
+	if err != nil {
+		return err
+	}
+	lease, err := d.leases.Create(ctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
+	if err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	defer d.leases.Delete(context.WithoutCancel(ctx), lease)
+	lctx := leases.WithLease(ctx, lease.ID)
+	defer func() {
+		if err := d.remove(context.WithoutCancel(ctx), id); err != nil && !errdefs.IsNotFound(err) && retErr == nil {
+			retErr = err
+		}
+	}()
+	mounts, err := d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(labels))
+	if err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	if _, err := d.ctrs.Create(lctx, containers.Container{ID: id, Labels: labels, Image: image, Runtime: containers.RuntimeInfo{Name: rt.shim, Options: rt.options}, Spec: specAny, SnapshotKey: id, Snapshotter: d.sn}); err != nil {
+		return d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	st, err := d.newTask(ctx, id, rt, mounts)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.state[id] = st
+	d.mu.Unlock()
+	go discard(st.io.Stdout)
+	go discard(st.io.Stderr)
+	exit, err := d.Wait(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := d.start(ctx, id); err != nil {
+		return err
+	}
+	select {
+	case s := <-exit:
+		if s.Err != nil {
+			return s.Err
+		}
+		if s.Code != 0 {
+			return fmt.Errorf("the probe exited with status %d", s.Code)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Inspect implements container.Inspector from the container's record as
+// containerd stores it: its labels, image and runtime, and the OCI spec
+// it holds (decoded from the record, not rebuilt from a Spec).
+func (d *Driver) Inspect(ctx context.Context, id string) (container.Applied, error) {
+	c, err := d.ctrs.Get(d.nsCtx(ctx), id)
+	if err != nil {
+		return container.Applied{}, d.translate(ctrerrdefs.FromGRPC(err))
+	}
+	if c.Spec == nil {
+		return container.Applied{}, fmt.Errorf("container %s has no OCI spec in containerd", id)
+	}
+	v, err := typeurl.UnmarshalAny(c.Spec)
+	if err != nil {
+		return container.Applied{}, fmt.Errorf("decoding the OCI spec of %s: %w", id, err)
+	}
+	sp, ok := v.(*specs.Spec)
+	if !ok || sp.Process == nil || sp.Linux == nil || sp.Root == nil {
+		return container.Applied{}, fmt.Errorf("container %s holds %T, not a Linux OCI spec", id, v)
+	}
+	a := applied(sp)
+	a.Image, a.Labels = c.Image, c.Labels
+	a.OCIRuntime = runtimeName(c.Runtime)
+	return a, nil
+}
+
+// applied reads the hardening-relevant configuration out of an OCI spec.
+func applied(sp *specs.Spec) container.Applied {
+	p, l := sp.Process, sp.Linux
+	a := container.Applied{
+		User:            fmt.Sprintf("%d:%d", p.User.UID, p.User.GID),
+		Hostname:        sp.Hostname,
+		WorkingDir:      p.Cwd,
+		Cmd:             slices.Clone(p.Args),
+		Env:             slices.Clone(p.Env),
+		ReadOnlyRoot:    sp.Root.Readonly,
+		NoNewPrivileges: p.NoNewPrivileges,
+		Tmpfs:           map[string][]string{},
+	}
+	if p.Capabilities != nil {
+		a.Capabilities = slices.Sorted(slices.Values(p.Capabilities.Bounding))
+	}
+	for _, ns := range l.Namespaces {
+		switch ns.Type {
+		case specs.NetworkNamespace:
+			// A new network namespace (no path) holds only lo: there is
+			// no CNI on this path.
+			a.NetworkNone = ns.Path == ""
+		case specs.IPCNamespace:
+			a.IPCPrivate = ns.Path == ""
+		}
+	}
+	initMounted := false
+	for _, m := range sp.Mounts {
+		switch {
+		case m.Type == "tmpfs" && m.Destination != "/dev" && m.Destination != "/dev/shm":
+			// /dev and /dev/shm are the engine's own, as under Docker,
+			// which does not list them either.
+			a.Tmpfs[m.Destination] = slices.Clone(m.Options)
+		case m.Type == "bind" && m.Destination == InitPath:
+			initMounted = true
+		case m.Type == "bind":
+			a.Mounts = append(a.Mounts, container.AppliedMount{Source: m.Source, Destination: m.Destination, ReadOnly: slices.Contains(m.Options, "ro")})
+		}
+	}
+	if initMounted && len(a.Cmd) >= 2 && a.Cmd[0] == InitPath && a.Cmd[1] == "--" {
+		a.Init = true
+		a.Cmd = a.Cmd[2:]
+	}
+	if l.Seccomp != nil {
+		if reflect.DeepEqual(l.Seccomp, seccomp.DefaultProfile(sp)) {
+			a.SeccompDefault = true
+		} else {
+			a.Seccomp = l.Seccomp
+		}
+	}
+	if r := l.Resources; r != nil {
+		if r.Memory != nil {
+			if r.Memory.Limit != nil {
+				a.MemoryBytes = *r.Memory.Limit
+			}
+			if r.Memory.Swap != nil {
+				a.MemorySwapBytes = *r.Memory.Swap
+			}
+		}
+		if r.CPU != nil && r.CPU.Quota != nil && r.CPU.Period != nil && *r.CPU.Period > 0 {
+			a.NanoCPUs = *r.CPU.Quota * 1e9 / int64(*r.CPU.Period)
+		}
+		if r.Pids != nil {
+			a.Pids = r.Pids.Limit
+		}
+	}
+	for _, rl := range p.Rlimits {
+		if rl.Type == "RLIMIT_NOFILE" && rl.Soft == rl.Hard {
+			a.NoFile = int64(rl.Hard)
+		}
+	}
+	return a
+}
+
+// runtimeName names the OCI runtime a container record selects, as
+// Spec.OCIRuntime does.
+func runtimeName(r containers.RuntimeInfo) string {
+	if r.Name == runscShim {
+		return "runsc"
+	}
+	if r.Options == nil {
+		return "runc"
+	}
+	v, err := typeurl.UnmarshalAny(r.Options)
+	if err != nil {
+		return r.Name
+	}
+	o, ok := v.(*runcoptions.Options)
+	if !ok || o.BinaryName == "" {
+		return "runc"
+	}
+	base := o.BinaryName[strings.LastIndexByte(o.BinaryName, '/')+1:]
+	return base
+}
+
+// RuntimeArgs are the arguments each OCI runtime runs with, for doctor.
+func (d *Driver) RuntimeArgs() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range slices.Sorted(maps.Keys(d.runtimes)) {
+		out[name] = d.runtimes[name].args
+	}
+	return out
+}
+
+func discard(r interface{ Read([]byte) (int, error) }) {
+	buf := make([]byte, 32<<10)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
