@@ -12,7 +12,6 @@ import (
 	cg1 "github.com/containerd/cgroups/v3/cgroup1/stats"
 	cg2 "github.com/containerd/cgroups/v3/cgroup2/stats"
 	tasks "github.com/containerd/containerd/api/services/tasks/v1"
-	ctrerrdefs "github.com/containerd/containerd/errdefs"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 )
@@ -155,7 +154,7 @@ func (d *Driver) oomKilled(ctx context.Context, id string) bool {
 func (d *Driver) metrics(ctx context.Context, id string) (any, error) {
 	resp, err := d.tasks.Metrics(d.nsCtx(ctx), &tasks.MetricsRequest{Filters: []string{"id==" + strconv.Quote(id)}})
 	if err != nil {
-		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+		return nil, d.translate(fromGRPC(err))
 	}
 	if len(resp.Metrics) == 0 || resp.Metrics[0].Data == nil {
 		return nil, fmt.Errorf("%w: no metrics for task %s", errdefs.ErrNotFound, id)

@@ -28,6 +28,7 @@ import (
 	"github.com/containerd/containerd/protobuf"
 	"github.com/containerd/containerd/snapshots"
 	"github.com/containerd/errdefs"
+	"google.golang.org/grpc/status"
 
 	"github.com/dsh-container/dsh-container/backend/container"
 )
@@ -304,11 +305,24 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		}
 	}()
 	lctx := leases.WithLease(cctx, lease.ID)
+	// Undo exactly what this call made: a name already taken belongs to
+	// someone else.
+	var madeSnapshot, madeRecord, taskTried bool
 	defer func() {
-		if retErr != nil {
-			if err := d.remove(cctx, id); err != nil && !errdefs.IsNotFound(err) {
-				d.log.Warn("cleanup after a failed create", "container_id", id, "err", err)
-			}
+		if retErr == nil {
+			return
+		}
+		var err error
+		switch {
+		case taskTried:
+			err = d.remove(cctx, id)
+		case madeRecord:
+			err = errors.Join(d.ctrs.Delete(cctx, id), d.snapshots.Remove(cctx, id))
+		case madeSnapshot:
+			err = d.snapshots.Remove(cctx, id)
+		}
+		if err != nil && !errdefs.IsNotFound(err) {
+			d.log.Warn("cleanup after a failed create", "container_id", id, "err", err)
 		}
 	}()
 
@@ -329,17 +343,19 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		}
 		return "", fmt.Errorf("preparing the root filesystem of %s: %w", id, d.translate(err))
 	}
+	madeSnapshot = true
 	if _, err := d.ctrs.Create(lctx, containers.Container{
 		ID:          id,
 		Labels:      s.Labels,
 		Image:       s.Image,
-		Runtime:     containers.RuntimeInfo{Name: rt.shim, Options: rt.options},
+		Runtime:     containerRuntime(rt),
 		Spec:        specAny,
 		SnapshotKey: id,
 		Snapshotter: d.sn,
 	}); err != nil {
 		return "", fmt.Errorf("creating container %s: %w", id, d.translate(err))
 	}
+	madeRecord, taskTried = true, true
 	t2 := time.Now()
 	st, err := d.newTask(cctx, id, rt, mounts)
 	if err != nil {
@@ -388,7 +404,7 @@ func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs [
 	}
 	resp, err := d.tasks.Create(ctx, req)
 	if err != nil {
-		return nil, d.shimError(rt, ctrerrdefs.FromGRPC(err))
+		return nil, d.shimError(rt, fromGRPC(err))
 	}
 	st.pid = resp.Pid
 	st.cgroup = cgroupFilesOf(int(resp.Pid), id)
@@ -441,7 +457,7 @@ func (d *Driver) Start(ctx context.Context, id string) error {
 
 func (d *Driver) start(ctx context.Context, id string) error {
 	if _, err := d.tasks.Start(d.nsCtx(ctx), &tasks.StartRequest{ContainerID: id}); err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+		return d.translate(fromGRPC(err))
 	}
 	return nil
 }
@@ -460,7 +476,7 @@ func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStat
 		var st container.ExitStatus
 		r, err := d.tasks.Wait(wctx, &tasks.WaitRequest{ContainerID: id})
 		if err != nil {
-			st.Code, st.Err = -1, d.translate(ctrerrdefs.FromGRPC(err))
+			st.Code, st.Err = -1, d.translate(fromGRPC(err))
 		} else {
 			st.Code = int(r.ExitStatus)
 		}
@@ -474,7 +490,7 @@ func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStat
 func (d *Driver) Kill(ctx context.Context, id string) error {
 	_, err := d.tasks.Kill(d.nsCtx(ctx), &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true})
 	if err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+		return d.translate(fromGRPC(err))
 	}
 	return nil
 }
@@ -507,8 +523,8 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 	if st != nil {
 		st.closeIO()
 	}
-	note("delete container", ctrerrdefs.FromGRPC(d.ctrs.Delete(ctx, id)))
-	note("remove snapshot", ctrerrdefs.FromGRPC(d.snapshots.Remove(ctx, id)))
+	note("delete container", fromGRPC(d.ctrs.Delete(ctx, id)))
+	note("remove snapshot", fromGRPC(d.snapshots.Remove(ctx, id)))
 	dir := filepath.Join(d.fifoRoot, id)
 	if _, err := os.Lstat(dir); err == nil {
 		note("remove FIFO directory", os.RemoveAll(dir))
@@ -525,7 +541,7 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 // deleteTask deletes the task, killing it first when it still runs.
 func (d *Driver) deleteTask(ctx context.Context, id string) error {
 	_, err := d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
-	err = ctrerrdefs.FromGRPC(err)
+	err = fromGRPC(err)
 	if err == nil || errdefs.IsNotFound(err) {
 		return err
 	}
@@ -536,18 +552,18 @@ func (d *Driver) deleteTask(ctx context.Context, id string) error {
 	waited := make(chan error, 1)
 	go func() {
 		_, err := d.tasks.Wait(wctx, &tasks.WaitRequest{ContainerID: id})
-		waited <- ctrerrdefs.FromGRPC(err)
+		waited <- fromGRPC(err)
 	}()
-	if _, err := d.tasks.Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil && !errdefs.IsNotFound(ctrerrdefs.FromGRPC(err)) {
+	if _, err := d.tasks.Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil && !errdefs.IsNotFound(fromGRPC(err)) {
 		cancel()
 		<-waited
-		return ctrerrdefs.FromGRPC(err)
+		return fromGRPC(err)
 	}
 	if err := <-waited; err != nil && !errdefs.IsNotFound(err) {
 		return fmt.Errorf("waiting for the killed task: %w", err)
 	}
 	_, err = d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
-	return ctrerrdefs.FromGRPC(err)
+	return fromGRPC(err)
 }
 
 // List implements container.Driver: containers carrying label=value and,
@@ -557,7 +573,7 @@ func (d *Driver) List(ctx context.Context, label, value string) ([]container.Con
 	filter := "labels." + strconv.Quote(label) + "==" + strconv.Quote(value)
 	list, err := d.ctrs.List(ctx, filter)
 	if err != nil {
-		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+		return nil, d.translate(fromGRPC(err))
 	}
 	running := map[string]bool{}
 	if resp, err := d.tasks.List(ctx, &tasks.ListTasksRequest{}); err == nil {
@@ -578,9 +594,21 @@ func (d *Driver) List(ctx context.Context, label, value string) ([]container.Con
 		return nil
 	}, filter)
 	if err != nil {
-		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+		return nil, d.translate(fromGRPC(err))
 	}
 	return out, nil
+}
+
+// fromGRPC turns an error from a raw gRPC service (tasks) into the
+// errdefs classes. The client's stores (containers, images, snapshots,
+// leases) already return classified errors, which it leaves alone:
+// containerd's own FromGRPC would make them ErrUnknown.
+func fromGRPC(err error) error {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return ctrerrdefs.FromGRPC(err)
+	}
+	return err
 }
 
 // translate classifies a containerd error once, with a fix.

@@ -1,13 +1,14 @@
 package containerd
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,7 +17,6 @@ import (
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/contrib/seccomp"
-	ctrerrdefs "github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/leases"
 	"github.com/containerd/containerd/oci"
 	"github.com/containerd/containerd/protobuf"
@@ -32,7 +32,7 @@ import (
 // Ping implements container.Describer.
 func (d *Driver) Ping(ctx context.Context) error {
 	if _, err := d.client.Version(d.nsCtx(ctx)); err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+		return d.translate(fromGRPC(err))
 	}
 	return nil
 }
@@ -44,7 +44,7 @@ func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
 	ctx = d.nsCtx(ctx)
 	v, err := d.client.Version(ctx)
 	if err != nil {
-		return container.EngineInfo{}, d.translate(ctrerrdefs.FromGRPC(err))
+		return container.EngineInfo{}, d.translate(fromGRPC(err))
 	}
 	info := container.EngineInfo{
 		Engine:         "containerd " + v.Version,
@@ -67,7 +67,7 @@ func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
 func (d *Driver) SnapshotterStatus(ctx context.Context) (string, error) {
 	resp, err := d.client.IntrospectionService().Plugins(d.nsCtx(ctx), []string{`type=="io.containerd.snapshotter.v1"`, "id==" + d.sn})
 	if err != nil {
-		return "", d.translate(ctrerrdefs.FromGRPC(err))
+		return "", d.translate(fromGRPC(err))
 	}
 	if len(resp.Plugins) == 0 {
 		return "", fmt.Errorf("%w: containerd has no snapshotter %q", errdefs.ErrNotFound, d.sn)
@@ -110,7 +110,7 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	}
 	id := "dsh-probe-" + randomHex(8)
 	labels := map[string]string{container.LabelManaged: "true", container.LabelOwner: container.OwnerOf(os.Getpid()), container.LabelPrefix + "probe": "true"}
-	sp, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: id}, oci.WithProcessArgs(cmd...), oci.WithoutRunMount, oci.WithRootFSReadonly())
+	sp, err := oci.GenerateSpec(ctx, nil, &containers.Container{ID: id}, oci.WithProcessArgs(cmd...), oci.WithEnv([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}), oci.WithoutRunMount, oci.WithRootFSReadonly())
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	}
 	lease, err := d.leases.Create(ctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
 	if err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+		return d.translate(fromGRPC(err))
 	}
 	defer d.leases.Delete(context.WithoutCancel(ctx), lease)
 	lctx := leases.WithLease(ctx, lease.ID)
@@ -131,10 +131,10 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	}()
 	mounts, err := d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(labels))
 	if err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+		return d.translate(fromGRPC(err))
 	}
-	if _, err := d.ctrs.Create(lctx, containers.Container{ID: id, Labels: labels, Image: image, Runtime: containers.RuntimeInfo{Name: rt.shim, Options: rt.options}, Spec: specAny, SnapshotKey: id, Snapshotter: d.sn}); err != nil {
-		return d.translate(ctrerrdefs.FromGRPC(err))
+	if _, err := d.ctrs.Create(lctx, containers.Container{ID: id, Labels: labels, Image: image, Runtime: containerRuntime(rt), Spec: specAny, SnapshotKey: id, Snapshotter: d.sn}); err != nil {
+		return d.translate(fromGRPC(err))
 	}
 	st, err := d.newTask(ctx, id, rt, mounts)
 	if err != nil {
@@ -172,7 +172,7 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 func (d *Driver) Inspect(ctx context.Context, id string) (container.Applied, error) {
 	c, err := d.ctrs.Get(d.nsCtx(ctx), id)
 	if err != nil {
-		return container.Applied{}, d.translate(ctrerrdefs.FromGRPC(err))
+		return container.Applied{}, d.translate(fromGRPC(err))
 	}
 	if c.Spec == nil {
 		return container.Applied{}, fmt.Errorf("container %s has no OCI spec in containerd", id)
@@ -235,7 +235,7 @@ func applied(sp *specs.Spec) container.Applied {
 		a.Cmd = a.Cmd[2:]
 	}
 	if l.Seccomp != nil {
-		if reflect.DeepEqual(l.Seccomp, seccomp.DefaultProfile(sp)) {
+		if sameJSON(l.Seccomp, seccomp.DefaultProfile(sp)) {
 			a.SeccompDefault = true
 		} else {
 			a.Seccomp = l.Seccomp
@@ -268,10 +268,14 @@ func applied(sp *specs.Spec) container.Applied {
 // runtimeName names the OCI runtime a container record selects, as
 // Spec.OCIRuntime does.
 func runtimeName(r containers.RuntimeInfo) string {
-	if r.Name == runscShim {
+	switch r.Name {
+	case runscShim:
 		return "runsc"
+	case runcShim:
+	default:
+		return r.Name
 	}
-	if r.Options == nil {
+	if r.Options == nil || len(r.Options.GetValue()) == 0 {
 		return "runc"
 	}
 	v, err := typeurl.UnmarshalAny(r.Options)
@@ -282,8 +286,7 @@ func runtimeName(r containers.RuntimeInfo) string {
 	if !ok || o.BinaryName == "" {
 		return "runc"
 	}
-	base := o.BinaryName[strings.LastIndexByte(o.BinaryName, '/')+1:]
-	return base
+	return o.BinaryName[strings.LastIndexByte(o.BinaryName, '/')+1:]
 }
 
 // RuntimeArgs are the arguments each OCI runtime runs with, for doctor.
@@ -302,6 +305,14 @@ func discard(r interface{ Read([]byte) (int, error) }) {
 			return
 		}
 	}
+}
+
+// sameJSON compares two values as containerd stores them: as JSON (a
+// stored spec's empty lists come back as nil).
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 func randomHex(n int) string {

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	containerdclient "github.com/containerd/containerd"
-	ctrerrdefs "github.com/containerd/containerd/errdefs"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/image-spec/identity"
@@ -39,7 +38,7 @@ func (d *Driver) lookupImage(ctx context.Context, ref string) (images.Image, err
 		if err == nil {
 			return im, nil
 		}
-		if last = ctrerrdefs.FromGRPC(err); !errdefs.IsNotFound(last) {
+		if last = fromGRPC(err); !errdefs.IsNotFound(last) {
 			return images.Image{}, d.translate(last)
 		}
 	}
@@ -85,17 +84,17 @@ func (d *Driver) resolveImage(ctx context.Context, ref string) (resolvedImage, e
 	img := containerdclient.NewImage(d.client, im)
 	unpacked, err := img.IsUnpacked(ctx, d.sn)
 	if err != nil {
-		return resolvedImage{}, fmt.Errorf("image %s: %w", ref, d.translate(ctrerrdefs.FromGRPC(err)))
+		return resolvedImage{}, fmt.Errorf("image %s: %w", ref, d.translate(fromGRPC(err)))
 	}
 	if !unpacked {
 		d.log.Info("unpacking image", "image", ref, "snapshotter", d.sn)
 		if err := img.Unpack(ctx, d.sn); err != nil {
-			return resolvedImage{}, fmt.Errorf("unpacking image %s into snapshotter %s: %w", ref, d.sn, d.translate(ctrerrdefs.FromGRPC(err)))
+			return resolvedImage{}, fmt.Errorf("unpacking image %s into snapshotter %s: %w", ref, d.sn, d.translate(fromGRPC(err)))
 		}
 	}
 	diffIDs, err := img.RootFS(ctx)
 	if err != nil {
-		return resolvedImage{}, fmt.Errorf("image %s: %w", ref, d.translate(ctrerrdefs.FromGRPC(err)))
+		return resolvedImage{}, fmt.Errorf("image %s: %w", ref, d.translate(fromGRPC(err)))
 	}
 	r := resolvedImage{name: im.Name, chainID: identity.ChainID(diffIDs).String()}
 	d.images[ref] = r
@@ -126,7 +125,7 @@ func (d *Driver) ImageExists(ctx context.Context, ref string) (bool, error) {
 func (d *Driver) ImageRefs(ctx context.Context) ([]string, error) {
 	list, err := d.client.ImageService().List(d.nsCtx(ctx))
 	if err != nil {
-		return nil, d.translate(ctrerrdefs.FromGRPC(err))
+		return nil, d.translate(fromGRPC(err))
 	}
 	refs := make([]string, 0, len(list))
 	for _, im := range list {
@@ -144,7 +143,7 @@ func (d *Driver) Import(ctx context.Context, archive io.Reader) ([]string, error
 	ctx = d.nsCtx(ctx)
 	imported, err := d.client.Import(ctx, archive)
 	if err != nil {
-		return nil, fmt.Errorf("importing into containerd namespace %s: %w", d.ns, d.translate(ctrerrdefs.FromGRPC(err)))
+		return nil, fmt.Errorf("importing into containerd namespace %s: %w", d.ns, d.translate(fromGRPC(err)))
 	}
 	is := d.client.ImageService()
 	var names []string
@@ -155,13 +154,13 @@ func (d *Driver) Import(ctx context.Context, archive io.Reader) ([]string, error
 			if _, err := is.Update(ctx, short, "target"); errdefs.IsNotFound(err) {
 				_, err = is.Create(ctx, short)
 				if err != nil {
-					return nil, fmt.Errorf("naming image %s: %w", name, ctrerrdefs.FromGRPC(err))
+					return nil, fmt.Errorf("naming image %s: %w", name, fromGRPC(err))
 				}
 			} else if err != nil {
-				return nil, fmt.Errorf("naming image %s: %w", name, ctrerrdefs.FromGRPC(err))
+				return nil, fmt.Errorf("naming image %s: %w", name, fromGRPC(err))
 			}
 			if err := is.Delete(ctx, im.Name); err != nil && !errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("dropping the long name %s: %w", im.Name, ctrerrdefs.FromGRPC(err))
+				return nil, fmt.Errorf("dropping the long name %s: %w", im.Name, fromGRPC(err))
 			}
 		}
 		d.forgetImage(name)
@@ -183,8 +182,8 @@ func (d *Driver) RemoveImage(ctx context.Context, ref string) error {
 		err := d.client.ImageService().Delete(ctx, name)
 		if err == nil {
 			found = true
-		} else if !errdefs.IsNotFound(ctrerrdefs.FromGRPC(err)) {
-			return d.translate(ctrerrdefs.FromGRPC(err))
+		} else if !errdefs.IsNotFound(fromGRPC(err)) {
+			return d.translate(fromGRPC(err))
 		}
 	}
 	if !found {

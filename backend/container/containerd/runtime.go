@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
+	"github.com/containerd/containerd/containers"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 )
@@ -112,6 +113,11 @@ func runscWrapper(stateDir, runsc string) (string, error) {
 	return path, nil
 }
 
+// containerRuntime is the runtime a container record names.
+func containerRuntime(rt ociRuntime) containers.RuntimeInfo {
+	return containers.RuntimeInfo{Name: rt.shim, Options: rt.options}
+}
+
 func runtimeNames(m map[string]ociRuntime) []string {
 	return slices.Sorted(maps.Keys(m))
 }
@@ -141,15 +147,22 @@ func (d *Driver) runtimeFor(name string) (ociRuntime, error) {
 }
 
 // shimError names a shim or runtime binary containerd could not run:
-// fail closed, with the fix.
+// fail closed, with the fix. (A command missing from the image is not
+// one: it passes through.)
 func (d *Driver) shimError(rt ociRuntime, err error) error {
 	msg := err.Error()
-	if strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file or directory") && strings.Contains(msg, "shim") {
-		what := rt.shim
-		if rt.binary != "" && strings.Contains(msg, rt.binary) {
-			what = rt.binary
-		}
-		return fmt.Errorf("%w: containerd cannot run %s for runtime %s (%v); install it where containerd runs", errdefs.ErrNotImplemented, what, rt.name, err)
+	missing := strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file or directory")
+	shimBinary := "containerd-shim-" + strings.ReplaceAll(strings.TrimPrefix(rt.shim, "io.containerd."), ".", "-")
+	what := ""
+	switch {
+	case !missing:
+	case strings.Contains(msg, shimBinary):
+		what = "the shim " + shimBinary
+	case rt.binary != "" && strings.Contains(msg, rt.binary):
+		what = rt.binary
+	}
+	if what != "" {
+		return fmt.Errorf("%w: containerd cannot run %s for OCI runtime %s (%v); install it where containerd runs", errdefs.ErrNotImplemented, what, rt.name, err)
 	}
 	return d.translate(err)
 }
