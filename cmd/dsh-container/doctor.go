@@ -18,20 +18,23 @@ import (
 )
 
 func newDoctorCmd(f *factory) *cobra.Command {
-	return &cobra.Command{
+	var tools string
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the daemon, runtimes and images; print each problem with its fix",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runDoctor(cmd.Context(), f)
+			return runDoctor(cmd.Context(), f, tools)
 		},
 	}
+	cmd.Flags().StringVar(&tools, "tools", "", "also start or reach each MCP server of this tool manifest and report it")
+	return cmd
 }
 
 var errDoctor = errors.New("doctor found problems")
 
-func runDoctor(ctx context.Context, f *factory) error {
-	problems := 0
+func runDoctor(ctx context.Context, f *factory, tools string) error {
+	problems := checkMCPServers(ctx, f, tools)
 	ok := func(format string, args ...any) { fmt.Fprintf(f.stdout, "ok    "+format+"\n", args...) }
 	bad := func(fix, format string, args ...any) {
 		problems++

@@ -90,6 +90,7 @@ host's tools through a generated SDK over a websocket bridge.`,
 		newVersionCmd(f),
 		newBenchCmd(f),
 		newServeCmd(f),
+		newMCPCmd(f),
 	)
 	return root
 }

@@ -25,6 +25,7 @@ type runOptions struct {
 	File    string
 	Lang    string
 	Tools   string
+	Mode    string
 	JSON    bool
 	Events  bool
 	Wall    time.Duration
@@ -72,6 +73,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Lang, "lang", "", "program language: typescript|python (default: from the extension)")
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
+	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (native offers tools without running anything: serve and mcp take it)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object {value, valueKind, logs, error, ...}")
 	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch event as one JSON line on stderr")
 	fl.DurationVar(&opts.Wall, "wall-timeout", d.WallTime, "wall-clock budget of the program")
@@ -156,6 +158,10 @@ func readProgram(file string, stdin io.Reader) (string, error) {
 }
 
 func runRun(ctx context.Context, f *factory, opts *runOptions) error {
+	mode, err := parseMode(opts.Mode, false)
+	if err != nil {
+		return err
+	}
 	lang, err := languageFor(opts)
 	if err != nil {
 		return err
@@ -172,10 +178,12 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	tools, err := loadTools(opts.Tools)
+	toolset, err := openTools(ctx, opts.Tools, f.logger())
 	if err != nil {
 		return err
 	}
+	defer toolset.Close()
+	tools := toolset.Tools()
 
 	drv, err := f.connect(ctx)
 	if err != nil {
@@ -204,7 +212,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	defer rt.Close(context.WithoutCancel(ctx))
 
 	regOpts := []registry.Option{
-		registry.WithMode(registry.ModeCode),
+		registry.WithMode(mode),
 		registry.WithRuntime(rt),
 		registry.WithLogger(log),
 	}

@@ -22,12 +22,14 @@ import (
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/images"
+	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
 )
 
 type serveOptions struct {
 	Listen    string
 	Tools     string
+	Mode      string
 	Pool      int
 	MaxRuns   int
 	Queue     int
@@ -78,6 +80,7 @@ once.`,
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Listen, "listen", "", "unix:///path.sock or tcp://HOST:PORT (default: a Unix socket under $XDG_RUNTIME_DIR or /tmp)")
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
+	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (POST /v1/run runs programs) or native (GET /v1/tools lists the tools only)")
 	fl.IntVar(&opts.Pool, "pool", 1, "pre-started sandboxes kept ready per language (0 disables the pool)")
 	fl.IntVar(&opts.MaxRuns, "max-runs", runtime.NumCPU(), "programs running at once per language (0: no limit)")
 	fl.IntVar(&opts.Queue, "queue", 64, "programs waiting for a slot per language before requests get 429")
@@ -135,7 +138,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	tools, err := loadTools(opts.Tools)
+	mode, err := parseMode(opts.Mode, true)
 	if err != nil {
 		return err
 	}
@@ -144,6 +147,11 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: level}))
+	tools, err := openTools(ctx, opts.Tools, log)
+	if err != nil {
+		return err
+	}
+	defer tools.Close()
 
 	drv, err := f.connect(ctx)
 	if err != nil {
@@ -172,7 +180,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			log.Error("closing runtimes", "err", err)
 		}
 	}()
-	srvOpts := []server.Option{server.WithTools(tools...), server.WithLogger(log)}
+	srvOpts := []server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log)}
 	for _, l := range langs {
 		rt, err := container.New(drv,
 			container.WithLanguage(l),
@@ -228,7 +236,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("serving", "listen", listenURL(ln), "languages", strings.Join(api.Languages(), ","),
-		"pool", opts.Pool, "max_runs", opts.MaxRuns, "queue", opts.Queue, "tools", len(tools))
+		"pool", opts.Pool, "max_runs", opts.MaxRuns, "queue", opts.Queue, "tools", len(tools.Tools()))
 
 	var serveErr error
 	select {
