@@ -32,7 +32,7 @@ var rules = map[string]rule{
 	"backend":                         {thirdParty: stdlibOnly},
 	"backend/container":               {own: []string{"backend", "portproto", "backend/container/seccomp"}},
 	"backend/container/seccomp":       {},
-	"backend/container/containertest": {own: []string{"backend/container"}},
+	"backend/container/containertest": {own: []string{"backend", "backend/container", "backend/container/seccomp"}},
 	"backend/container/docker":        {own: []string{"backend/container"}},
 	"backend/container/containerd":    {own: []string{"backend/container"}},
 	"portproto":                       {thirdParty: []string{"github.com/gorilla/websocket"}},
