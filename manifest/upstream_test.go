@@ -568,3 +568,152 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check = %+v", got)
 	}
 }
+
+// A server's tool list is bounded: too many tools, or a name with control
+// characters, fail the start naming the server.
+func TestUpstreamListBounds(t *testing.T) {
+	many := mcp.NewServer(&mcp.Implementation{Name: "many"}, nil)
+	for i := range MaxServerTools + 1 {
+		mcp.AddTool(many, &mcp.Tool{Name: fmt.Sprintf("t%d", i)}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+	}
+	odd := mcp.NewServer(&mcp.Implementation{Name: "odd"}, nil)
+	mcp.AddTool(odd, &mcp.Tool{Name: "bad\x1b[2Jname"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	log, _ := newLog(t)
+	for srv, want := range map[*mcp.Server]string{many: "more than 1000 tools", odd: "with control characters"} {
+		ts := httpServer(t, srv)
+		_, err := Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{"x": {Type: TransportHTTP, URL: ts.URL}}}, &OpenOptions{Logger: log})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), `MCP server "x"`) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+}
+
+// Connection attempts to a server that is down are spaced and back off:
+// a program calling it in a loop does not make the host hammer it.
+func TestUpstreamReconnectIsSpaced(t *testing.T) {
+	srv := testServer("http")
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	var down atomic.Bool
+	var requests atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			requests.Add(1)
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL}})
+	down.Store(true)
+	start := time.Now()
+	fast := 0
+	for time.Since(start) < 3*time.Second {
+		res := callTool(t, s, "remote__echo", `{"text":"x"}`)
+		if !res.IsError {
+			t.Fatal("a call succeeded while the server is down")
+		}
+		if strings.Contains(res.Text(), "the next attempt is in") {
+			fast++
+		}
+	}
+	// One failed call, then attempts at about 1 s and 3 s (backoff 1 s,
+	// 2 s): a handful of requests, never one per call.
+	t.Logf("%d requests to the server in 3 s; %d calls failed at once", requests.Load(), fast)
+	if n := requests.Load(); n > 8 {
+		t.Errorf("%d requests to a server that is down in 3 s", n)
+	}
+	if fast < 10 {
+		t.Errorf("only %d calls failed at once during the backoff", fast)
+	}
+}
+
+// tools/list_changed notifications, however many, relist at most once a
+// second.
+func TestUpstreamRelistIsSpaced(t *testing.T) {
+	srv := testServer("http")
+	var lists atomic.Int32
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				lists.Add(1)
+			}
+			return next(ctx, method, req)
+		}
+	})
+	ts := httpServer(t, srv)
+	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL}})
+	before := lists.Load()
+	start := time.Now()
+	for i := 0; time.Since(start) < 2*time.Second; i++ {
+		mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("flood%d", i)}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+		time.Sleep(15 * time.Millisecond) // past the go-sdk's 10 ms debounce
+	}
+	time.Sleep(1500 * time.Millisecond)
+	n := lists.Load() - before
+	t.Logf("%d listings for about 100 notifications in 2 s", n)
+	if n < 1 || n > 5 {
+		t.Errorf("%d listings", n)
+	}
+	if got := len(s.Tools()); got < 90 {
+		t.Errorf("the toolset has %d tools after the flood", got)
+	}
+}
+
+// A server gets nothing of the host: no roots, no sampling, no
+// elicitation (no capability is advertised); an error message it sends is
+// cut at MaxMessageBytes.
+func TestUpstreamCannotAskTheHost(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "curious"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ any) (*mcp.CallToolResult, any, error) {
+		roots, rerr := req.Session.ListRoots(ctx, nil)
+		n := -1
+		if rerr == nil {
+			n = len(roots.Roots)
+		}
+		_, serr := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		_, eerr := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your password?"})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("roots=%d sampling=%v elicitation=%v", n, serr != nil, eerr != nil)}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "verbose"}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, errors.New(strings.Repeat("e", 100<<10))
+	})
+	ts := httpServer(t, srv)
+	s, _ := openToolset(t, map[string]MCPServer{"x": {Type: TransportHTTP, URL: ts.URL}})
+	if res := callTool(t, s, "x__ask", `{}`); res.IsError || res.Text() != "roots=0 sampling=true elicitation=true" {
+		t.Errorf("what the server got of the host: %+v", res)
+	}
+	res := callTool(t, s, "x__verbose", `{}`)
+	if !res.IsError || len(res.Text()) > MaxMessageBytes+64 || !strings.Contains(res.Text(), "more bytes cut") {
+		t.Errorf("a 100 KiB error message became %d bytes: %.100s…", len(res.Text()), res.Text())
+	}
+}
+
+// Redirects are followed on the same scheme and host only: headers never
+// go to another host.
+func TestUpstreamRedirects(t *testing.T) {
+	var leaked atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Secret") != "" {
+			leaked.Store(true)
+		}
+		http.Error(w, "no", http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	redirect := httptest.NewServer(http.RedirectHandler(other.URL+"/mcp", http.StatusTemporaryRedirect))
+	t.Cleanup(redirect.Close)
+	log, _ := newLog(t)
+	_, err := Open(t.Context(), &Manifest{MCPServers: map[string]MCPServer{"r": {Type: TransportHTTP, URL: redirect.URL, Headers: map[string]string{"X-Secret": "s"}}}}, &OpenOptions{Logger: log})
+	if err == nil {
+		t.Fatal("a redirect to another host was followed")
+	}
+	if leaked.Load() {
+		t.Error("the header reached the other host")
+	}
+}
