@@ -46,6 +46,9 @@ const generatedSets = 200
 //     schema's required and optional keys, and each return annotation is
 //     str for a text result or the output schema's type (a TypedDict with
 //     exactly its keys for a record);
+//   - the declarations of subsets of each golden case (what describe_tools
+//     returns: each tool alone and random subsets) pass the same checks,
+//     each file on its own;
 //   - structured results (the output case) type-check where used as their
 //     output schema says and fail where misused.
 func TestGoldenCompile(t *testing.T) {
@@ -73,6 +76,19 @@ func TestGoldenCompile(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "ts-modules", c+".ts"), TypeScriptSource(tools)+"export {};\n")
 		writeFile(t, filepath.Join(dir, "py", "case_"+c+".py"), PythonSource(tools))
 		writeFile(t, filepath.Join(dir, "py", "case_"+c+".json"), string(mustJSON(t, pyExpectations(tools))))
+	}
+	// What describe_tools returns: the declarations of subsets of each
+	// golden case (each tool alone, two random subsets), each file on its
+	// own, checked like a full SDK.
+	subsetRNG := rand.New(rand.NewSource(19))
+	for _, c := range cases {
+		for i, names := range subsets(fixtures[c], subsetRNG, 2) {
+			sel, _ := Select(fixtures[c], names)
+			name := fmt.Sprintf("subset_%s_%02d", strings.ReplaceAll(c, "-", "_"), i)
+			writeFile(t, filepath.Join(dir, "ts", name+".ts"), TypeScriptSource(sel))
+			writeFile(t, filepath.Join(dir, "py", "case_"+name+".py"), PythonSource(sel))
+			writeFile(t, filepath.Join(dir, "py", "case_"+name+".json"), string(mustJSON(t, pyExpectations(sel))))
+		}
 	}
 	// Random schema-shaped tool sets, checked like the golden ones (the
 	// TypeScript ones only in the combined run).

@@ -14,7 +14,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
-// goldenDir holds one folder per case: tools.json (the input) and the four
+// goldenDir holds one folder per case: tools.json (the input) and the
 // expected outputs named in goldenOutputs.
 const goldenDir = "testdata/golden"
 
@@ -27,6 +27,8 @@ var goldenOutputs = []struct {
 	{"prompt-ts.md", TypeScriptPrompt},
 	{"source.py", PythonSource},
 	{"prompt-py.md", PythonPrompt},
+	{"index-ts.md", TypeScriptIndex},
+	{"index-py.md", PythonIndex},
 }
 
 // fixtureTool is one entry of a tools.json file. inputSchemaText and
@@ -39,6 +41,7 @@ type fixtureTool struct {
 	InputSchemaText  *string         `json:"inputSchemaText"`
 	OutputSchema     json.RawMessage `json:"outputSchema"`
 	OutputSchemaText *string         `json:"outputSchemaText"`
+	Source           string          `json:"source"`
 }
 
 func loadFixture(t testing.TB, path string) []Tool {
@@ -53,7 +56,7 @@ func loadFixture(t testing.TB, path string) []Tool {
 	}
 	tools := make([]Tool, len(fts))
 	for i, ft := range fts {
-		tools[i] = Tool{Name: ft.Name, Description: ft.Description, InputSchema: ft.InputSchema, OutputSchema: ft.OutputSchema}
+		tools[i] = Tool{Name: ft.Name, Description: ft.Description, InputSchema: ft.InputSchema, OutputSchema: ft.OutputSchema, Source: ft.Source}
 		if ft.InputSchemaText != nil {
 			tools[i].InputSchema = json.RawMessage(*ft.InputSchemaText)
 		}
@@ -145,7 +148,7 @@ func TestDeterminism(t *testing.T) {
 
 func toolEqual(a, b Tool) bool {
 	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
-		bytes.Equal(a.OutputSchema, b.OutputSchema)
+		bytes.Equal(a.OutputSchema, b.OutputSchema) && a.Source == b.Source
 }
 
 // lineDiff returns the first differing lines of want and got, with a

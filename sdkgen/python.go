@@ -126,6 +126,22 @@ func pyFieldName(key string) bool {
 // with one async method per tool whose name is a plain identifier; any
 // other tool is listed as a `tools["name"]` comment in its sorted place.
 func PythonSource(tools []Tool) string {
+	src, _ := pythonSource(tools)
+	return src
+}
+
+// pyPiece is the text one tool contributes to a Python stub module: the
+// class definitions its types need, in module order, and its entry in
+// class Tools (a method, or the comment of a tool that cannot be one).
+type pyPiece struct {
+	name    string
+	classes string
+	entry   string
+}
+
+// pythonSource renders the stub module and returns the piece of each
+// visible tool, in module order.
+func pythonSource(tools []Tool) (string, []pyPiece) {
 	ts := visible(tools)
 	m := &pyModule{used: map[string]bool{}, next: map[string]int{}}
 	for n := range pyReservedClassNames {
@@ -138,30 +154,14 @@ func PythonSource(tools []Tool) string {
 	}
 	var body strings.Builder
 	methods := 0
+	pieces := make([]pyPiece, 0, len(ts))
 	for i, t := range ts {
 		if i > 0 {
 			body.WriteString("\n")
 		}
-		base := camel(t.Name)
-		if base == "" || base[0] >= '0' && base[0] <= '9' {
-			base = "Tool" + base
-		}
-		args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base[:min(len(base), maxClassName-len("Args"))]+"Args", 0)
-		ret := "str"
-		if t.hasOutput() {
-			ret = m.typ(buildShape(parseJSON(t.OutputSchema), 0), base[:min(len(base), maxClassName-len("Output"))]+"Output", 0)
-		}
-		if !pyMethodName(t.Name) {
-			body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> " + ret + "\n")
-			for _, l := range docLines(t.Description) {
-				body.WriteString(strings.TrimRight("    #     "+l, " ") + "\n")
-			}
-			continue
-		}
-		methods++
-		body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> " + ret + ":\n")
-		writePyDocstring(&body, "        ", t.Description)
-		body.WriteString("        ...\n")
+		classesAt, bodyAt := m.classes.Len(), body.Len()
+		pyEntry(m, &body, t, &methods)
+		pieces = append(pieces, pyPiece{name: t.Name, classes: m.classes.String()[classesAt:], entry: body.String()[bodyAt:]})
 	}
 	if methods == 0 {
 		if len(ts) > 0 {
@@ -176,7 +176,32 @@ func PythonSource(tools []Tool) string {
 	b.WriteString("class Tools:\n")
 	b.WriteString(body.String())
 	b.WriteString("\ntools: Tools\n")
-	return b.String()
+	return b.String(), pieces
+}
+
+// pyEntry writes t's entry in class Tools to body (and the classes it
+// needs to m), counting methods.
+func pyEntry(m *pyModule, body *strings.Builder, t Tool, methods *int) {
+	base := camel(t.Name)
+	if base == "" || base[0] >= '0' && base[0] <= '9' {
+		base = "Tool" + base
+	}
+	args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base[:min(len(base), maxClassName-len("Args"))]+"Args", 0)
+	ret := "str"
+	if t.hasOutput() {
+		ret = m.typ(buildShape(parseJSON(t.OutputSchema), 0), base[:min(len(base), maxClassName-len("Output"))]+"Output", 0)
+	}
+	if !pyMethodName(t.Name) {
+		body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> " + ret + "\n")
+		for _, l := range docLines(t.Description) {
+			body.WriteString(strings.TrimRight("    #     "+l, " ") + "\n")
+		}
+		return
+	}
+	*methods++
+	body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> " + ret + ":\n")
+	writePyDocstring(body, "        ", t.Description)
+	body.WriteString("        ...\n")
 }
 
 // PythonPrompt renders the whole Python SDK prompt section: usage

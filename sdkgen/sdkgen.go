@@ -22,6 +22,11 @@ type Tool struct {
 	// structured result (MCP's outputSchema): the value a call resolves
 	// to. Empty means the call resolves to the tool's text output.
 	OutputSchema json.RawMessage
+	// Source names where the tool comes from: the upstream MCP server it
+	// was imported from, or empty for the host's own tools (a manifest's
+	// command tools, tools a Go host registers). Only the index
+	// (FormatIndex) shows it, as the group the tool is listed in.
+	Source string
 }
 
 // hasOutput reports whether the tool declares a structured result.
@@ -62,7 +67,16 @@ const (
 	FormatPrompt Format = "prompt"
 	// FormatSource is the declarations alone, as a standalone source file.
 	FormatSource Format = "source"
+	// FormatIndex is the SDK index: the usage instructions, one line per
+	// tool (tools["name"], its argument names with ? for optional ones,
+	// the first sentence of its description) grouped by Source, and the
+	// instruction to get full declarations from DescribeTool, which
+	// returns FormatSource for the tools named.
+	FormatIndex Format = "index"
 )
+
+// Formats returns the formats Render knows.
+func Formats() []Format { return []Format{FormatPrompt, FormatSource, FormatIndex} }
 
 // Errors returned by Render.
 var (
@@ -78,21 +92,15 @@ func Render(lang Language, format Format, tools []Tool) (string, error) {
 	if format == "" {
 		format = FormatPrompt
 	}
-	if format != FormatPrompt && format != FormatSource {
-		return "", fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownFormat, format, FormatPrompt, FormatSource)
+	if !slices.Contains(Formats(), format) {
+		return "", fmt.Errorf("%w %q (known: %s, %s, %s)", ErrUnknownFormat, format, FormatPrompt, FormatSource, FormatIndex)
 	}
-	prompt := format == FormatPrompt
-	switch lang {
-	case TypeScript:
-		if prompt {
-			return TypeScriptPrompt(tools), nil
-		}
-		return TypeScriptSource(tools), nil
-	case Python:
-		if prompt {
-			return PythonPrompt(tools), nil
-		}
-		return PythonSource(tools), nil
+	renderers := map[Language]map[Format]func([]Tool) string{
+		TypeScript: {FormatPrompt: TypeScriptPrompt, FormatSource: TypeScriptSource, FormatIndex: TypeScriptIndex},
+		Python:     {FormatPrompt: PythonPrompt, FormatSource: PythonSource, FormatIndex: PythonIndex},
+	}
+	if r, ok := renderers[lang]; ok {
+		return r[format](tools), nil
 	}
 	return "", fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownLanguage, lang, Python, TypeScript)
 }

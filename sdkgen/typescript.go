@@ -42,21 +42,27 @@ func TypeScriptSource(tools []Tool) string {
 	}
 	b.WriteString("declare const tools: {\n")
 	for _, t := range ts {
-		writeTSDoc(&b, "  ", t.Description)
-		b.WriteString("  ")
-		b.WriteString(quoteTS(t.Name))
-		b.WriteString(": (args: ")
-		b.WriteString(tsType(buildShape(parseJSON(t.InputSchema), 0), "  "))
-		b.WriteString(") => Promise<")
-		if t.hasOutput() {
-			b.WriteString(tsType(buildShape(parseJSON(t.OutputSchema), 0), "  "))
-		} else {
-			b.WriteString("string")
-		}
-		b.WriteString(">;\n")
+		writeTSMember(&b, t)
 	}
 	b.WriteString("};\n")
 	return b.String()
+}
+
+// writeTSMember writes t's member of the tools object: its JSDoc, quoted
+// name and function type.
+func writeTSMember(b *strings.Builder, t Tool) {
+	writeTSDoc(b, "  ", t.Description)
+	b.WriteString("  ")
+	b.WriteString(quoteTS(t.Name))
+	b.WriteString(": (args: ")
+	b.WriteString(tsType(buildShape(parseJSON(t.InputSchema), 0), "  "))
+	b.WriteString(") => Promise<")
+	if t.hasOutput() {
+		b.WriteString(tsType(buildShape(parseJSON(t.OutputSchema), 0), "  "))
+	} else {
+		b.WriteString("string")
+	}
+	b.WriteString(">;\n")
 }
 
 // TypeScriptPrompt renders the whole TypeScript SDK prompt section: usage
