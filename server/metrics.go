@@ -20,6 +20,8 @@ const (
 	MetricInFlight     = "dsh_container_runs_in_flight"
 	MetricPoolIdle     = "dsh_container_pool_idle_sandboxes"
 	MetricHTTPRequests = "dsh_container_http_requests_total"
+	MetricSessions     = "dsh_container_sessions"
+	MetricAuthFailures = "dsh_container_auth_failures_total"
 )
 
 // Outcomes of dsh_container_runs_total: ok, a backend.FailureKind, or
@@ -35,7 +37,11 @@ type metrics struct {
 	calls    *prometheus.CounterVec
 	inFlight *prometheus.GaugeVec
 	requests *prometheus.CounterVec
-	handler  http.Handler
+	// sessions counts open sessions by tenant; authFailures requests
+	// refused for a missing or wrong token or client certificate.
+	sessions     *prometheus.GaugeVec
+	authFailures prometheus.Counter
+	handler      http.Handler
 }
 
 func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.Runtime) (*metrics, error) {
@@ -43,8 +49,8 @@ func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.
 	m := &metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricRuns,
-			Help: "Runs by language and outcome: ok, exception, timeout, abort, oom, exit, or rejected (never started).",
-		}, []string{"language", "outcome"}),
+			Help: "Runs by language, tenant and outcome: ok, exception, timeout, abort, oom, exit, or rejected (never started).",
+		}, []string{"language", "tenant", "outcome"}),
 		wall: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    MetricRunWall,
 			Help:    "Program wall time, from its start to its settlement, of runs that got a sandbox.",
@@ -66,18 +72,25 @@ func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.
 		}, lang),
 		inFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricInFlight,
-			Help: "Runs in flight, including runs waiting for admission.",
-		}, lang),
+			Help: "Runs in flight, including runs waiting for admission, by language and tenant.",
+		}, []string{"language", "tenant"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: MetricHTTPRequests,
 			Help: "HTTP requests by handler, method and status code.",
 		}, []string{"handler", "method", "code"}),
+		sessions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: MetricSessions,
+			Help: "Open sessions (GET /v1/sessions) by tenant.",
+		}, []string{"tenant"}),
+		authFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: MetricAuthFailures,
+			Help: "Requests refused for a missing or wrong bearer token or client certificate.",
+		}),
 	}
-	cs := []prometheus.Collector{m.runs, m.wall, m.startup, m.cpu, m.calls, m.inFlight, m.requests}
+	cs := []prometheus.Collector{m.runs, m.wall, m.startup, m.cpu, m.calls, m.inFlight, m.requests, m.sessions, m.authFailures}
 	for l, rt := range runtimes {
 		// Start every series at zero so dashboards see the language.
 		m.calls.WithLabelValues(string(l))
-		m.inFlight.WithLabelValues(string(l))
 		if p, ok := rt.(PoolReporter); ok {
 			cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 				Name:        MetricPoolIdle,
@@ -100,9 +113,9 @@ func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.
 }
 
 // observeRun records a run the runtime reported.
-func (m *metrics) observeRun(l backend.Language, r *backend.RunResult) {
+func (m *metrics) observeRun(l backend.Language, tenant string, r *backend.RunResult) {
 	lang := string(l)
-	m.runs.WithLabelValues(lang, outcome(r)).Inc()
+	m.runs.WithLabelValues(lang, tenant, outcome(r)).Inc()
 	m.calls.WithLabelValues(lang).Add(float64(r.Stats.Calls))
 	// A program rejected before it got a sandbox (a syntax error, an
 	// abort while queued) has no timings worth a histogram.
@@ -119,8 +132,8 @@ func (m *metrics) observeRun(l backend.Language, r *backend.RunResult) {
 }
 
 // observeRejected records a run that never started.
-func (m *metrics) observeRejected(l backend.Language) {
-	m.runs.WithLabelValues(string(l), OutcomeRejected).Inc()
+func (m *metrics) observeRejected(l backend.Language, tenant string) {
+	m.runs.WithLabelValues(string(l), tenant, OutcomeRejected).Inc()
 }
 
 // instrument counts requests by handler, method and code.

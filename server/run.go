@@ -29,6 +29,10 @@ type RunRequest struct {
 	// ID is the run_code call id; sub-call events are "<id>:code:<n>".
 	// Optional: the server makes one up.
 	ID string `json:"id,omitempty"`
+	// Limits lowers the server's budgets for this run:
+	// {"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"},
+	// each optional (see limits.go). Raising one is a 400 naming it.
+	Limits json.RawMessage `json:"limits,omitempty"`
 }
 
 // RunResponse is the 200 body of POST /v1/run: the object
@@ -112,10 +116,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("language %q is not served here (served: %s)", lang, strings.Join(s.langs, ", ")))
 		return
 	}
+	limits, err := parseLimits(req.Limits, rt)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	id := req.ID
 	if id == "" {
 		id = newCallID()
 	}
+	tenant := tenantOf(r.Context())
 
 	var (
 		mu     sync.Mutex
@@ -123,7 +133,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(rt),
+		registry.WithRuntime(runtimeFor(rt, limits)),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			mu.Lock()
@@ -143,13 +153,20 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	inFlight := s.metrics.inFlight.WithLabelValues(string(lang))
+	inFlight := s.metrics.inFlight.WithLabelValues(string(lang), tenant.Name)
 	inFlight.Inc()
+	release, err := s.admit.acquire(r.Context(), tenant, lang)
+	if err != nil {
+		inFlight.Dec()
+		s.refuseRun(w, lang, tenant, id, err)
+		return
+	}
 	res := reg.Execute(r.Context(), registry.Call{ID: id, Name: registry.RunCode, Arguments: args})
+	release()
 	inFlight.Dec()
 
 	if res.CodeRun == nil {
-		s.metrics.observeRejected(lang)
+		s.metrics.observeRejected(lang, tenant.Name)
 		err := res.Err
 		if err == nil {
 			err = errors.New(res.Text())
@@ -158,16 +175,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(s.opts.retryAfter, time.Second)/time.Second)))
 		}
-		s.log.Warn("run not started", "call_id", id, "language", string(lang), "status", status, "err", err)
+		s.log.Warn("run not started", "call_id", id, "language", string(lang), "tenant", tenant.Name, "status", status, "err", err)
 		writeError(w, status, err.Error())
 		return
 	}
 	cr := res.CodeRun
-	s.metrics.observeRun(lang, cr)
+	s.metrics.observeRun(lang, tenant.Name, cr)
 	mu.Lock()
 	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events}
 	mu.Unlock()
-	s.log.Info("run", "call_id", id, "language", string(lang), "outcome", outcome(cr),
+	s.log.Info("run", "call_id", id, "language", string(lang), "tenant", tenant.Name, "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
 	writeJSON(w, http.StatusOK, out)
 }

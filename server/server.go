@@ -55,6 +55,8 @@ type options struct {
 	regOpts     []registry.Option
 	retryAfter  time.Duration
 	healthLimit time.Duration
+	// mt is authentication, tenants and admission (auth.go).
+	mt multiTenant
 }
 
 // WithRuntime serves programs of rt.Language() on rt. Give one per
@@ -116,6 +118,10 @@ type Server struct {
 	log      *slog.Logger
 	metrics  *metrics
 	mux      *http.ServeMux
+	// admit hands out run slots per tenant and language; sessions tracks
+	// open sessions (session.go).
+	admit    *admission
+	sessions sessionSet
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -174,15 +180,17 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = m
+	s.initTenants()
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/v1/run", s.instrument("run", methods(s.handleRun, http.MethodPost)))
 	s.mux.Handle("/v1/sdk", s.instrument("sdk", methods(s.handleSDK, http.MethodGet, http.MethodHead)))
+	s.mux.Handle("/v1/sessions", s.instrument("sessions", methods(s.handleSession, http.MethodGet)))
 	s.mux.Handle("/v1/tools", s.instrument("tools", methods(s.handleTools, http.MethodGet, http.MethodHead)))
 	s.mux.Handle("/healthz", s.instrument("healthz", methods(s.handleHealthz, http.MethodGet, http.MethodHead)))
 	s.mux.Handle("/metrics", s.instrument("metrics", methods(s.metrics.handler.ServeHTTP, http.MethodGet, http.MethodHead)))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (endpoints: POST /v1/run, GET /v1/sdk, GET /v1/tools, GET /healthz, GET /metrics)", r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s (endpoints: POST /v1/run, GET /v1/sessions, GET /v1/sdk, GET /v1/tools, GET /healthz, GET /metrics)", r.URL.Path))
 	})
 	return s, nil
 }
@@ -203,7 +211,8 @@ func (s *Server) tools() []registry.Tool {
 }
 
 // ServeHTTP implements http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+// Every request passes the gate (auth.go) first.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.gate(w, r) }
 
 // methods answers 405 with Allow, in JSON, to any other method.
 func methods(h http.HandlerFunc, allowed ...string) http.HandlerFunc {

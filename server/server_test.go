@@ -216,7 +216,7 @@ func TestRunProgramFailures(t *testing.T) {
 			t.Errorf("%q: error %+v, want kind %s", code, res.Error, kind)
 		}
 	}
-	if n := testutil.ToFloat64(counter(t, f.metrics, server.MetricRuns, "python", "exception")); n != 2 {
+	if n := testutil.ToFloat64(counter(t, f.metrics, server.MetricRuns, "python", "exception", server.AnonymousTenant)); n != 2 {
 		t.Errorf("exception runs = %v, want 2", n)
 	}
 }
@@ -327,7 +327,7 @@ func TestRunNotStarted(t *testing.T) {
 			if ra := rec.Header().Get("Retry-After"); (c.status == http.StatusTooManyRequests) != (ra == "1") {
 				t.Errorf("Retry-After %q", ra)
 			}
-			if n := testutil.ToFloat64(counter(t, reg, server.MetricRuns, "python", server.OutcomeRejected)); n != 1 {
+			if n := testutil.ToFloat64(counter(t, reg, server.MetricRuns, "python", server.OutcomeRejected, server.AnonymousTenant)); n != 1 {
 				t.Errorf("rejected runs = %v, want 1", n)
 			}
 		})
@@ -376,7 +376,7 @@ func TestDisconnectCancelsRun(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run was not cancelled when the client disconnected")
 	}
-	abort := counter(t, f.metrics, server.MetricRuns, "python", string(backend.FailureAbort))
+	abort := counter(t, f.metrics, server.MetricRuns, "python", string(backend.FailureAbort), server.AnonymousTenant)
 	for deadline := time.Now().Add(10 * time.Second); testutil.ToFloat64(abort) != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("no abort counted")
@@ -419,18 +419,18 @@ func TestMetricsAfterRun(t *testing.T) {
 	f.do(t, "POST", "/v1/run", runBody("typescript", "throw no", ""))
 
 	expected := `
-# HELP dsh_container_runs_total Runs by language and outcome: ok, exception, timeout, abort, oom, exit, or rejected (never started).
+# HELP dsh_container_runs_total Runs by language, tenant and outcome: ok, exception, timeout, abort, oom, exit, or rejected (never started).
 # TYPE dsh_container_runs_total counter
-dsh_container_runs_total{language="typescript",outcome="exception"} 1
-dsh_container_runs_total{language="typescript",outcome="ok"} 2
+dsh_container_runs_total{language="typescript",outcome="exception",tenant="anonymous"} 1
+dsh_container_runs_total{language="typescript",outcome="ok",tenant="anonymous"} 2
 # HELP dsh_container_binding_calls_total Binding (tool) calls programs made.
 # TYPE dsh_container_binding_calls_total counter
 dsh_container_binding_calls_total{language="python"} 0
 dsh_container_binding_calls_total{language="typescript"} 4
-# HELP dsh_container_runs_in_flight Runs in flight, including runs waiting for admission.
+# HELP dsh_container_runs_in_flight Runs in flight, including runs waiting for admission, by language and tenant.
 # TYPE dsh_container_runs_in_flight gauge
-dsh_container_runs_in_flight{language="python"} 0
-dsh_container_runs_in_flight{language="typescript"} 0
+dsh_container_runs_in_flight{language="python",tenant="anonymous"} 0
+dsh_container_runs_in_flight{language="typescript",tenant="anonymous"} 0
 # HELP dsh_container_pool_idle_sandboxes Pre-started sandboxes ready in the warm pool.
 # TYPE dsh_container_pool_idle_sandboxes gauge
 dsh_container_pool_idle_sandboxes{language="typescript"} 2
@@ -454,7 +454,7 @@ dsh_container_pool_idle_sandboxes{language="typescript"} 2
 	}
 	text := rec.Body.String()
 	for _, want := range []string{
-		`dsh_container_runs_total{language="typescript",outcome="ok"} 2`,
+		`dsh_container_runs_total{language="typescript",outcome="ok",tenant="anonymous"} 2`,
 		`dsh_container_run_startup_seconds_count{language="typescript",warm="true"} 3`,
 		`dsh_container_run_wall_seconds_bucket{language="typescript",le="+Inf"} 3`,
 		`dsh_container_http_requests_total{code="200",handler="run",method="post"} 3`,
