@@ -33,10 +33,11 @@ type Assembly struct {
 	Mode Mode `json:"mode"`
 	// Tools is the wire tool list: the visible tools sorted by name in
 	// ModeNative; only run_code in ModeCode; the visible tools then
-	// run_code in ModeBoth.
+	// run_code in ModeBoth. When the SDK section is the index (SDKIndex,
+	// or SDKAuto past its threshold), describe_tools follows run_code.
 	Tools []WireTool `json:"tools"`
-	// Sections holds the SDK section (SectionSDK) in ModeCode and ModeBoth;
-	// it is empty in ModeNative.
+	// Sections holds the SDK section (SectionSDK) in ModeCode and ModeBoth,
+	// the full SDK or the index as WithSDK says; it is empty in ModeNative.
 	Sections []PromptSection `json:"sections"`
 }
 
@@ -65,12 +66,16 @@ func (r *Registry) Assemble(ctx context.Context, scope Scope) (Assembly, error) 
 		}
 	}
 	if mode.codeMode() {
-		_, render, flavor, err := r.codeRuntime()
+		rt, render, flavor, err := r.codeRuntime()
 		if err != nil {
 			return Assembly{}, fmt.Errorf("assemble tools: %w", err)
 		}
+		text, index := r.sdkSection(rt.Language(), render, sdkTools(visible))
 		asm.Tools = append(asm.Tools, flavor.wireTool())
-		asm.Sections = append(asm.Sections, PromptSection{Name: SectionSDK, Text: render(sdkTools(visible))})
+		if index {
+			asm.Tools = append(asm.Tools, describeWireTool(rt.Language()))
+		}
+		asm.Sections = append(asm.Sections, PromptSection{Name: SectionSDK, Text: text})
 	}
 	return asm, nil
 }
@@ -79,7 +84,7 @@ func (r *Registry) Assemble(ctx context.Context, scope Scope) (Assembly, error) 
 func sdkTools(tools []Tool) []sdkgen.Tool {
 	out := make([]sdkgen.Tool, len(tools))
 	for i, t := range tools {
-		out[i] = sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema}
+		out[i] = sdkgen.Tool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema, Source: t.Source}
 	}
 	return out
 }

@@ -37,6 +37,21 @@
 // language has no renderer, fails loudly naming the known languages;
 // ModeNative never needs a runtime.
 //
+// # Progressive disclosure: the SDK index and describe_tools
+//
+// WithSDK chooses what the SDK section carries: SDKFull (the default),
+// every tool's declaration; SDKIndex, sdkgen's index, one line per tool
+// grouped by Tool.Source; SDKAuto, the index when the full SDK would be
+// longer than WithSDKAutoThreshold bytes (DefaultSDKAutoThreshold). With
+// the index, a second reserved tool, describe_tools, is offered next to
+// run_code: {"names": [...]} returns exactly what sdkgen renders as the
+// declaration block (FormatSource) of those tools, in the runtime's
+// language. Like run_code it cannot be registered and no restriction
+// hides it; it sees only the tools the call's scope can see (a hidden
+// name is as unknown as a name nobody registered) and goes through the
+// pipeline like any call. Programs never see it: their bindings are the
+// scope's tools, nothing more.
+//
 // # run_code and the dispatch bridge
 //
 // run_code takes {"code": string}. Executing it runs the program on the

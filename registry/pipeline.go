@@ -120,11 +120,14 @@ func (r *Registry) resolve(call Call) (Execution, executeFunc, error) {
 		return exec, nil, errorf(errdefs.ErrInvalidArgument, "call to %q has no id", call.Name)
 	}
 	var do executeFunc
-	if call.Name == RunCode {
+	if call.Name == RunCode || call.Name == DescribeTools {
 		if !r.cfg.mode.codeMode() {
 			return exec, nil, errorf(errdefs.ErrNotFound, "tool %q is not available in mode %q", call.Name, r.cfg.mode)
 		}
 		do = r.runCode
+		if call.Name == DescribeTools {
+			do = r.describeTools
+		}
 	} else {
 		t, ok := r.lookup(call.Scope, call.Name)
 		if !ok {

@@ -43,6 +43,9 @@ type config struct {
 	post      []PostExecuteHook
 	observers []ResultObserver
 	err       error
+	// sdkView and sdkThreshold choose the SDK section (disclosure.go).
+	sdkView      SDKView
+	sdkThreshold int
 }
 
 // Option configures a Registry.
@@ -132,7 +135,7 @@ func WithResultObserver(o ResultObserver) Option {
 
 // New returns an empty registry.
 func New(opts ...Option) *Registry {
-	c := config{mode: ModeNative, logger: slog.New(slog.DiscardHandler)}
+	c := config{mode: ModeNative, logger: slog.New(slog.DiscardHandler), sdkView: SDKFull, sdkThreshold: DefaultSDKAutoThreshold}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -142,7 +145,8 @@ func New(opts ...Option) *Registry {
 // Mode reports the configured presentation mode.
 func (r *Registry) Mode() Mode { return r.cfg.mode }
 
-// Register adds a tool. It rejects the reserved name run_code, an empty or
+// Register adds a tool. It rejects the reserved names run_code and
+// describe_tools, an empty or
 // already registered name, a name that cannot be a binding (over
 // backend.MaxFunctionNameBytes or not UTF-8), neither or both of Execute
 // and ExecuteOutput, Parameters that are not a JSON object, an

@@ -35,6 +35,10 @@ type Tool struct {
 	// openWorldHint). The registry carries it to the wire tool list and
 	// never acts on it.
 	Annotations json.RawMessage
+	// Source names where the tool comes from: the upstream MCP server it
+	// was imported from, empty for the host's own tools. The SDK index
+	// groups tools by it; nothing else depends on it.
+	Source string
 	// Execute runs the tool. A returned error makes the call an error
 	// result whose text is err.Error(); from a program, it rejects the
 	// binding with that message. ctx is cancelled when the caller gives up
@@ -147,6 +151,8 @@ func (t *Tool) validate() error {
 		return errorf(errdefs.ErrInvalidArgument, "empty tool name")
 	case t.Name == RunCode:
 		return errorf(errdefs.ErrInvalidArgument, "%q is reserved for the Code Mode transport", RunCode)
+	case t.Name == DescribeTools:
+		return errorf(errdefs.ErrInvalidArgument, "%q is reserved for Code Mode's declarations on demand", DescribeTools)
 	case !utf8.ValidString(t.Name):
 		return errorf(errdefs.ErrInvalidArgument, "tool name is not valid UTF-8")
 	case len(t.Name) > backend.MaxFunctionNameBytes:
