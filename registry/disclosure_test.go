@@ -26,7 +26,6 @@ func sourcedTool(name, source string) Tool {
 	return t
 }
 
-
 // The view picks the SDK section and whether describe_tools is offered,
 // in both languages and modes; native mode is untouched.
 func TestSDKViewAssemble(t *testing.T) {
