@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,8 @@ type serveOptions struct {
 	Queue     int
 	Languages []string
 	Shutdown  time.Duration
+	// auth, TLS and mTLS (serve_service.go)
+	svc serviceOptions
 	// limits and the OCI runtime, as run takes them
 	run runOptions
 }
@@ -59,8 +62,19 @@ Endpoints:
 
 --listen is unix:///path.sock or tcp://HOST:PORT. The default is a Unix
 socket in a private folder: $XDG_RUNTIME_DIR/dsh-container-api/api.sock, or
-/tmp/dsh-container-api-<uid>/api.sock. The API has no authentication: listen
-on a non-loopback address only behind something that provides it.
+/tmp/dsh-container-api-<uid>/api.sock. serve refuses a non-loopback address
+without --auth or --client-ca unless --insecure-no-auth is given.
+
+  GET  /v1/sessions  a websocket: one run with tools the client defines and
+                 answers, logs and events as they happen, abort (protocol:
+                 docs/session-protocol.md)
+
+--auth FILE lists tenants: {"tenants":[{"name":"alpha","tokenSha256":"<hex>",
+"maxRuns":N,"queue":N}]} (maxRuns and queue default to --max-runs and
+--queue, per tenant; the server's figures still bound the total). Every
+endpoint but /healthz then needs "Authorization: Bearer <token>"; SIGHUP
+reloads the file without touching runs in flight. --tls-cert/--tls-key serve
+TLS; --client-ca requires client certificates it signed (mTLS).
 
 Each language gets one container runtime with a warm pool of --pool
 pre-started sandboxes and admission control: at most --max-runs programs run
@@ -93,6 +107,7 @@ once.`,
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addServiceFlags(fl, &opts.svc)
 	return cmd
 }
 
@@ -142,6 +157,13 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	svc, err := opts.svc.setup(opts.MaxRuns, opts.Queue)
+	if err != nil {
+		return err
+	}
+	if err := opts.svc.checkAddress(addr); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if f.verbose {
 		level = slog.LevelDebug
@@ -180,7 +202,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			log.Error("closing runtimes", "err", err)
 		}
 	}()
-	srvOpts := []server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log)}
+	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log)}, svc.opts...)
 	for _, l := range langs {
 		rt, err := container.New(drv,
 			container.WithLanguage(l),
@@ -196,7 +218,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			return err
 		}
 		runtimes = append(runtimes, rt)
-		srvOpts = append(srvOpts, server.WithRuntime(rt))
+		srvOpts = append(srvOpts, server.WithRuntime(limitedRuntime{rt}))
 	}
 	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
 		if err := drv.Ping(ctx); err != nil {
@@ -223,9 +245,14 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if addr.Default {
 		defer os.Remove(filepath.Dir(addr.Address)) // only when empty
 	}
-	if !server.Loopback(ln) {
-		log.Warn("listening on a non-loopback address: the API has no authentication; anyone who can reach it runs programs with your tools", "addr", ln.Addr().String())
+	if err := opts.svc.checkListener(ln, log); err != nil {
+		ln.Close()
+		return err
 	}
+	if svc.tls != nil {
+		ln = tls.NewListener(ln, svc.tls)
+	}
+	defer opts.svc.reloadOnHUP(ctx, svc, opts.MaxRuns, opts.Queue, log)()
 	hs := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -261,7 +288,12 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		case <-sctx.Done():
 		}
 	}()
-	if err := hs.Shutdown(sctx); err != nil {
+	err = hs.Shutdown(sctx)
+	if err == nil {
+		// Sessions are hijacked connections: wait for them apart.
+		err = api.Shutdown(sctx)
+	}
+	if err != nil {
 		// Runs still in flight: abort them (their requests get an abort
 		// result), then drop the connections.
 		log.Warn("runs still in flight at the shutdown deadline: aborting them", "err", err)
@@ -269,6 +301,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		if err := closeRuntimes(actx); err != nil {
 			log.Error("closing runtimes", "err", err)
 		}
+		// Sessions' runs are aborted now; wait for their last frames.
+		expired, ecancel := context.WithCancel(actx)
+		ecancel()
+		_ = api.Shutdown(expired)
 		acancel()
 		_ = hs.Close()
 	}

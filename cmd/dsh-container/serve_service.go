@@ -1,0 +1,177 @@
+package main
+
+// serve as a multi-tenant service: the auth file and its reload on
+// SIGHUP, TLS and mTLS, the refusal to listen on a non-loopback address
+// without authentication, and per-request limits on the container
+// runtime.
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/pflag"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/server"
+)
+
+// serviceOptions are serve's flags of the service.
+type serviceOptions struct {
+	Auth           string
+	TLSCert        string
+	TLSKey         string
+	ClientCA       string
+	InsecureNoAuth bool
+}
+
+func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
+	fl.StringVar(&o.Auth, "auth", "", `tenants FILE: {"tenants":[{"name","tokenSha256","maxRuns"?,"queue"?}]}; every endpoint but /healthz then needs "Authorization: Bearer <token>"; SIGHUP reloads it`)
+	fl.StringVar(&o.TLSCert, "tls-cert", "", "serve TLS with this PEM certificate (chain) FILE; needs --tls-key")
+	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key FILE of --tls-cert")
+	fl.StringVar(&o.ClientCA, "client-ca", "", "PEM CA FILE: every endpoint but /healthz then needs a TLS client certificate it signed (mTLS; needs --tls-cert)")
+	fl.BoolVar(&o.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen without --auth or --client-ca: anyone who reaches the port runs programs")
+}
+
+// service is what the flags set up.
+type service struct {
+	opts []server.Option
+	auth *server.Auth
+	tls  *tls.Config
+}
+
+// setup validates the service flags and loads the auth file and the
+// certificates.
+func (o *serviceOptions) setup(maxRuns, queue int) (*service, error) {
+	sv := &service{opts: []server.Option{server.WithAdmission(maxRuns, queue)}}
+	if o.Auth != "" {
+		a, err := server.LoadAuth(o.Auth, maxRuns, queue)
+		if err != nil {
+			return nil, usagef("--auth: %v", err)
+		}
+		sv.auth = a
+		sv.opts = append(sv.opts, server.WithAuth(a))
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	if o.ClientCA != "" && o.TLSCert == "" {
+		return nil, usagef("--client-ca needs --tls-cert and --tls-key: client certificates are checked in the TLS handshake")
+	}
+	if o.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		if err != nil {
+			return nil, usagef("--tls-cert/--tls-key: %v", err)
+		}
+		sv.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	}
+	if o.ClientCA != "" {
+		pem, err := os.ReadFile(o.ClientCA)
+		if err != nil {
+			return nil, usagef("--client-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("--client-ca %s: no PEM certificate in it", o.ClientCA)
+		}
+		sv.tls.ClientCAs = pool
+		// Verified when given; required by the server on every endpoint
+		// but /healthz, so health probes need no certificate.
+		sv.tls.ClientAuth = tls.VerifyClientCertIfGiven
+		sv.opts = append(sv.opts, server.WithClientCertificates())
+	}
+	return sv, nil
+}
+
+// authenticated reports whether requests must authenticate.
+func (o *serviceOptions) authenticated() bool { return o.Auth != "" || o.ClientCA != "" }
+
+// checkListener refuses a non-loopback listener without authentication
+// unless --insecure-no-auth.
+func (o *serviceOptions) checkListener(ln net.Listener, log *slog.Logger) error {
+	if server.Loopback(ln) || o.authenticated() {
+		return nil
+	}
+	if !o.InsecureNoAuth {
+		return usagef("refusing to listen on %s, a non-loopback address, without authentication: give --auth FILE (bearer-token tenants) or --client-ca (mTLS), or --insecure-no-auth to serve anyone who reaches the port", ln.Addr())
+	}
+	log.Warn("listening on a non-loopback address without authentication (--insecure-no-auth): anyone who can reach it runs programs with your tools", "addr", ln.Addr().String())
+	return nil
+}
+
+// reloadOnHUP reloads the auth file on SIGHUP until ctx ends. Runs in
+// flight keep their tenant; a bad file keeps the table as it was.
+func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, queue int, log *slog.Logger) (stop func()) {
+	if sv.auth == nil {
+		return func() {}
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				if err := sv.auth.Reload(o.Auth, maxRuns, queue); err != nil {
+					log.Error("SIGHUP: auth file not reloaded; the tenants stay as they were", "err", err)
+					continue
+				}
+				log.Info("SIGHUP: auth file reloaded", "tenants", len(sv.auth.Tenants()))
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		<-done
+	}
+}
+
+// limitedRuntime adapts the container runtime to server.LimitedRuntime:
+// requests may lower its budgets.
+type limitedRuntime struct{ *container.Runtime }
+
+var _ server.LimitedRuntime = limitedRuntime{}
+
+func (r limitedRuntime) MaxLimits() server.Limits {
+	l := r.Limits()
+	return server.Limits{WallTime: l.WallTime, ComputeTime: l.ComputeTime, MemoryBytes: l.MemoryBytes, NanoCPUs: l.NanoCPUs, Pids: l.Pids}
+}
+
+func runLimits(l server.Limits) container.RunLimits {
+	return container.RunLimits{WallTime: l.WallTime, ComputeTime: l.ComputeTime, MemoryBytes: l.MemoryBytes, NanoCPUs: l.NanoCPUs, Pids: l.Pids}
+}
+
+func (r limitedRuntime) CheckLimits(l server.Limits) error {
+	_, err := r.Limits().Lower(runLimits(l))
+	return err
+}
+
+func (r limitedRuntime) RunLimited(ctx context.Context, req backend.RunRequest, l server.Limits) (backend.RunResult, error) {
+	return r.RunWithLimits(ctx, req, runLimits(l))
+}
+
+// checkAddress refuses, before anything starts, a --listen address that
+// is plainly not loopback (an IP or an empty host) without
+// authentication; checkListener decides for host names once resolved.
+func (o *serviceOptions) checkAddress(a server.Address) error {
+	if a.Network != "tcp" || o.authenticated() || o.InsecureNoAuth {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(a.Address)
+	if err != nil {
+		return nil // Listen reports it
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && !ip.IsLoopback()) {
+		return usagef("refusing to listen on %s, a non-loopback address, without authentication: give --auth FILE (bearer-token tenants) or --client-ca (mTLS), or --insecure-no-auth to serve anyone who reaches the port", a)
+	}
+	return nil
+}
