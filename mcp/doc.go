@@ -18,6 +18,14 @@
 // notifications/tools/list_changed. A call keeps the tool set it started
 // with.
 //
+// WithSDK chooses what run_code's description carries: the full SDK (the
+// default), the SDK index (one line per tool, grouped by the MCP server it
+// comes from), or, with registry.SDKAuto, the index once the full SDK
+// would pass a byte threshold. With the index, tools/list offers
+// describe_tools next to run_code: {"names": [...]} returns the full
+// declarations of just those tools, exactly as the full SDK declares
+// them. In both mode the native tools keep their own schemas.
+//
 // A run_code result is one text content block — the program's logs, then
 // its value rendered for a model, as the registry renders them — plus
 // structuredContent {value, logs, error} (registry.RunCodeOutput; run_code

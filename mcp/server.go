@@ -46,6 +46,8 @@ type options struct {
 	regOpts  []registry.Option
 	version  string
 	sessions int
+	sdkView  registry.SDKView
+	sdkLimit int
 }
 
 // WithMode selects what tools/list offers: registry.ModeCode (the
@@ -77,6 +79,18 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 func WithRegistryOptions(opts ...registry.Option) Option {
 	return func(o *options) { o.regOpts = append(o.regOpts, opts...) }
 }
+
+// WithSDK selects what run_code's description carries: registry.SDKFull
+// (the default) the whole SDK, registry.SDKIndex the SDK index with
+// describe_tools offered next to run_code, registry.SDKAuto the index when
+// the full SDK would pass the auto threshold (WithSDKAutoThreshold,
+// default registry.DefaultSDKAutoThreshold bytes). In both mode the native
+// tools keep their own schemas either way.
+func WithSDK(v registry.SDKView) Option { return func(o *options) { o.sdkView = v } }
+
+// WithSDKAutoThreshold sets the full SDK size in bytes past which
+// registry.SDKAuto offers the index; n <= 0 means the default.
+func WithSDKAutoThreshold(n int) Option { return func(o *options) { o.sdkLimit = n } }
 
 // WithVersion sets the version the server reports to clients.
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
@@ -135,6 +149,9 @@ func New(opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	o.mode = mode
+	if o.sdkView, err = registry.ParseSDKView(string(o.sdkView)); err != nil {
+		return nil, err
+	}
 	if o.sessions <= 0 {
 		return nil, fmt.Errorf("%w: max sessions %d must be positive", errdefs.ErrInvalidArgument, o.sessions)
 	}
@@ -188,6 +205,8 @@ func (s *Server) Tools() []registry.MCPTool {
 func (s *Server) build() (*snapshot, error) {
 	regOpts := append(slices.Clone(s.opts.regOpts),
 		registry.WithMode(s.opts.mode),
+		registry.WithSDK(s.opts.sdkView),
+		registry.WithSDKAutoThreshold(s.opts.sdkLimit),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			s.log.Debug("tool/code-dispatch", "parent_call_id", e.ParentCallID, "call_id", e.CallID, "tool", e.Tool, "is_error", e.IsError, "dropped", e.Dropped)

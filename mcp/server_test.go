@@ -565,3 +565,59 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("oversize body: %v %v", err, resp)
 	}
 }
+
+// With the index, tools/list offers run_code (the index in its
+// description) and describe_tools, which returns the declarations of the
+// tools named, exactly as the full SDK declares them; auto picks the index
+// past its threshold; a program still sees only the tools.
+func TestSDKIndexAndDescribeTools(t *testing.T) {
+	tools := WithTools(textTool("hello", "hi"), typedTool())
+	for _, lang := range []backend.Language{backend.TypeScript, backend.Python} {
+		for _, c := range []struct {
+			opts  []Option
+			index bool
+			want  string
+		}{
+			{[]Option{WithSDK(registry.SDKIndex)}, true, "describe_tools run_code"},
+			{[]Option{WithSDK(registry.SDKIndex), WithMode(registry.ModeBoth)}, true, "count describe_tools hello run_code"},
+			{[]Option{WithSDK(registry.SDKAuto)}, false, "run_code"},
+			{[]Option{WithSDK(registry.SDKAuto), WithSDKAutoThreshold(100)}, true, "describe_tools run_code"},
+			{nil, false, "run_code"},
+		} {
+			h := newHarness(t, lang, append([]Option{tools}, c.opts...)...)
+			list := h.list(t)
+			if got := names(list); got != c.want {
+				t.Fatalf("%s: tools/list = %s, want %s", lang, got, c.want)
+			}
+			for _, tool := range list {
+				if tool.Name == "run_code" && strings.Contains(tool.Description, `tools["count"]({text?}) — Counts.`) != c.index {
+					t.Errorf("%s %v: run_code description (index %v):\n%s", lang, c.opts, c.index, tool.Description)
+				}
+				if tool.Name == "count" && !strings.Contains(fmt.Sprint(tool.InputSchema), "text") {
+					t.Errorf("both mode: count lost its schema: %v", tool.InputSchema)
+				}
+			}
+			if !c.index {
+				continue
+			}
+			res, err := h.cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"count"}}})
+			if err != nil || res.IsError {
+				t.Fatalf("describe_tools: %v %s", err, text(res))
+			}
+			want := map[backend.Language]string{
+				backend.TypeScript: "declare const tools: {\n  /** Counts. */\n  \"count\": (args: {\n    text?: string;\n  }) => Promise<{\n    n: number;\n  }>;\n};\n",
+				backend.Python:     "class CountArgs(TypedDict):\n    text: NotRequired[str]\n\nclass CountOutput(TypedDict):\n    n: int\n\nclass Tools:\n    async def count(self, args: CountArgs) -> CountOutput:\n        \"\"\"Counts.\"\"\"\n        ...\n\ntools: Tools\n",
+			}[lang]
+			if got := text(res); !strings.HasSuffix(got, want) {
+				t.Errorf("%s: describe_tools returned:\n%s", lang, got)
+			}
+			res, err = h.cs.CallTool(t.Context(), &sdk.CallToolParams{Name: "describe_tools", Arguments: map[string]any{"names": []string{"nope"}}})
+			if err != nil || !res.IsError || !strings.Contains(text(res), `no tool named "nope"`) {
+				t.Errorf("describe_tools(nope): %v %s", err, text(res))
+			}
+		}
+	}
+	if _, err := New(WithRuntime(registrytest.New(backend.TypeScript)), WithSDK("most")); err == nil || !strings.Contains(err.Error(), "full, index, auto") {
+		t.Errorf("New(WithSDK(most)) = %v", err)
+	}
+}
