@@ -1,0 +1,393 @@
+// Package client runs programs on a dsh-container daemon over its session
+// endpoint (GET /v1/sessions), with tools defined and answered in the
+// calling process.
+//
+// A run is retried while the daemon refuses it with 429 (after the
+// Retry-After it gives), and never once the daemon has accepted it: a run
+// executes at most once.
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Client talks to one daemon. The zero value is not usable: set URL.
+type Client struct {
+	// URL is the daemon: http://host:port, https://host:port or
+	// unix:///path/to/api.sock.
+	URL string
+	// Token is the bearer token of a tenant (serve --auth); empty sends
+	// none.
+	Token string
+	// TLS configures https (server CAs, a client certificate for mTLS).
+	TLS *tls.Config
+	// MaxRetries bounds the retries of a run refused with 429 (default 3;
+	// negative: none).
+	MaxRetries int
+	// MaxRetryWait caps one wait between retries (default 30s).
+	MaxRetryWait time.Duration
+	// MaxFrameBytes bounds a frame from the daemon (default 64 MiB).
+	MaxFrameBytes int64
+}
+
+// Request is a run: the program and, optionally, lower limits and the
+// run's call id.
+type Request struct {
+	Language string  `json:"language"`
+	Code     string  `json:"code"`
+	ID       string  `json:"id,omitempty"`
+	Limits   *Limits `json:"limits,omitempty"`
+}
+
+// Limits lower the daemon's budgets for one run; zero keeps the daemon's.
+// Raising one is refused with 400 naming it.
+type Limits struct {
+	WallTimeoutMs    int64   `json:"wallTimeoutMs,omitempty"`
+	ComputeTimeoutMs int64   `json:"computeTimeoutMs,omitempty"`
+	MemoryBytes      int64   `json:"memoryBytes,omitempty"`
+	CPUs             float64 `json:"cpus,omitempty"`
+	Pids             int64   `json:"pids,omitempty"`
+}
+
+// Tool is a tool the program can call; Func runs in this process for each
+// call. Its value is sent as JSON; an error rejects the program's call
+// with the error's text.
+type Tool struct {
+	Name         string
+	Description  string
+	InputSchema  json.RawMessage // a JSON Schema object; nil: {"type":"object"}
+	OutputSchema json.RawMessage // optional
+	Func         func(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// Handlers receive a run's stream. Each may be nil. They are called from
+// the goroutine reading the session, in order: keep them short.
+type Handlers struct {
+	// Accepted is called once the daemon admitted the run.
+	Accepted func(id string)
+	// Log is called for each log entry as the program writes it.
+	Log func(LogEntry)
+	// Event is called for each tool/code-dispatch event.
+	Event func(json.RawMessage)
+}
+
+// RefusedError is a run the daemon refused before accepting it: nothing
+// ran. Status has HTTP's meaning (400, 401, 404, 413, 429, 503).
+type RefusedError struct {
+	Status     int
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("dsh-container refused the run (%d): %s", e.Status, e.Message)
+}
+
+// ProtocolError is an error frame from the daemon after the run was
+// accepted (Code not-started: the program never ran), or a frame this
+// client could not accept.
+type ProtocolError struct {
+	Code    string
+	Message string
+}
+
+func (e *ProtocolError) Error() string {
+	return fmt.Sprintf("dsh-container session: %s: %s", e.Code, e.Message)
+}
+
+// ErrConnectionLost is a session that broke after the run was accepted:
+// the run was aborted, or may have been. It is not retried.
+var ErrConnectionLost = errors.New("dsh-container: the connection was lost after the run was accepted; it is not retried")
+
+// abortGrace bounds the wait for the done frame after an abort.
+const abortGrace = 15 * time.Second
+
+// Run runs req on the daemon with tools answered here, streaming its logs
+// and events to h, and returns its report. Cancelling ctx aborts the run:
+// Run then returns the report the daemon sent (its error an abort), if it
+// came in time, with ctx's error.
+func (c *Client) Run(ctx context.Context, req Request, tools []Tool, h Handlers) (*Report, error) {
+	if req.Language == "" || strings.TrimSpace(req.Code) == "" {
+		return nil, errors.New("client: Request needs Language and Code")
+	}
+	byName := map[string]Tool{}
+	for _, t := range tools {
+		if t.Func == nil {
+			return nil, fmt.Errorf("client: tool %q has no Func", t.Name)
+		}
+		if _, dup := byName[t.Name]; dup {
+			return nil, fmt.Errorf("client: tool %q given twice", t.Name)
+		}
+		byName[t.Name] = t
+	}
+	retries := c.MaxRetries
+	if retries == 0 {
+		retries = 3
+	}
+	maxWait := c.MaxRetryWait
+	if maxWait <= 0 {
+		maxWait = 30 * time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		rep, err := c.runOnce(ctx, req, tools, byName, h)
+		var rf *RefusedError
+		if !errors.As(err, &rf) || rf.Status != http.StatusTooManyRequests || attempt >= retries {
+			return rep, err
+		}
+		wait := min(max(rf.RetryAfter, 100*time.Millisecond), maxWait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) dial(ctx context.Context) (*websocket.Conn, *http.Response, error) {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("client: URL %q: %v", c.URL, err)
+	}
+	d := websocket.Dialer{HandshakeTimeout: 30 * time.Second, TLSClientConfig: c.TLS}
+	var target string
+	switch u.Scheme {
+	case "http":
+		target = "ws://" + u.Host + "/v1/sessions"
+	case "https":
+		target = "wss://" + u.Host + "/v1/sessions"
+	case "unix":
+		path := u.Path
+		d.NetDialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var nd net.Dialer
+			return nd.DialContext(ctx, "unix", path)
+		}
+		target = "ws://dsh-container/v1/sessions"
+	default:
+		return nil, nil, fmt.Errorf("client: URL %q: the scheme must be http, https or unix", c.URL)
+	}
+	hdr := http.Header{}
+	if c.Token != "" {
+		hdr.Set("Authorization", "Bearer "+c.Token)
+	}
+	return d.DialContext(ctx, target, hdr)
+}
+
+// runOnce is one attempt: a *RefusedError before acceptance means nothing
+// ran.
+func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName map[string]Tool, h Handlers) (*Report, error) {
+	conn, resp, err := c.dial(ctx)
+	if err != nil {
+		if resp != nil {
+			// The daemon answered the upgrade with an HTTP error.
+			var body struct {
+				Error string `json:"error"`
+			}
+			_ = json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<16)).Decode(&body)
+			resp.Body.Close()
+			rf := &RefusedError{Status: resp.StatusCode, Message: body.Error}
+			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+				rf.RetryAfter = time.Duration(secs) * time.Second
+			}
+			if rf.Message == "" {
+				rf.Message = resp.Status
+			}
+			return nil, rf
+		}
+		return nil, fmt.Errorf("dsh-container: connecting to %s: %w", c.URL, err)
+	}
+	maxFrame := c.MaxFrameBytes
+	if maxFrame <= 0 {
+		maxFrame = 64 << 20
+	}
+	conn.SetReadLimit(maxFrame)
+	s := &clientSession{conn: conn, h: h, byName: byName}
+	defer s.close()
+
+	start := map[string]any{"type": "start", "protocol": Protocol, "language": req.Language, "code": req.Code, "tools": wireTools(tools)}
+	if req.ID != "" {
+		start["id"] = req.ID
+	}
+	if req.Limits != nil {
+		start["limits"] = req.Limits
+	}
+	if err := s.write(start); err != nil {
+		return nil, fmt.Errorf("dsh-container: sending the start frame: %w", err)
+	}
+
+	// Abort on ctx: an abort frame once accepted; before it, closing the
+	// connection is enough (nothing ran).
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		accepted := s.accepted
+		s.mu.Unlock()
+		if accepted {
+			_ = s.write(map[string]any{"type": "abort", "reason": context.Cause(ctx).Error()})
+			_ = conn.SetReadDeadline(time.Now().Add(abortGrace))
+			return
+		}
+		_ = conn.Close()
+	})
+	defer stop()
+
+	for {
+		_, data, err := conn.ReadMessage()
+		if err != nil {
+			s.mu.Lock()
+			accepted := s.accepted
+			s.mu.Unlock()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if accepted {
+				return nil, fmt.Errorf("%w: %v", ErrConnectionLost, err)
+			}
+			return nil, fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)
+		}
+		f, err := decodeFrame(data)
+		if err != nil {
+			return nil, &ProtocolError{Code: "bad-frame", Message: err.Error()}
+		}
+		switch f.Type {
+		case "refused":
+			return nil, &RefusedError{Status: f.Status, Message: f.Error, RetryAfter: time.Duration(f.RetryAfterMs) * time.Millisecond}
+		case "accepted":
+			s.mu.Lock()
+			s.accepted = true
+			s.mu.Unlock()
+			if h.Accepted != nil {
+				h.Accepted(f.ID)
+			}
+		case "log":
+			if h.Log != nil {
+				h.Log(f.Log)
+			}
+		case "event":
+			if h.Event != nil {
+				h.Event(f.Event)
+			}
+		case "call":
+			s.call(ctx, f)
+		case "done":
+			return f.Report, ctx.Err()
+		case "error":
+			return nil, &ProtocolError{Code: f.Code, Message: f.Message}
+		}
+	}
+}
+
+func wireTools(tools []Tool) []map[string]any {
+	out := make([]map[string]any, 0, len(tools))
+	for _, t := range tools {
+		in := t.InputSchema
+		if len(in) == 0 {
+			in = json.RawMessage(`{"type":"object"}`)
+		}
+		m := map[string]any{"name": t.Name, "inputSchema": in}
+		if t.Description != "" {
+			m["description"] = t.Description
+		}
+		if len(t.OutputSchema) > 0 {
+			m["outputSchema"] = t.OutputSchema
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// clientSession is one connection's state.
+type clientSession struct {
+	conn   *websocket.Conn
+	h      Handlers
+	byName map[string]Tool
+
+	wmu      sync.Mutex // one writer at a time
+	mu       sync.Mutex
+	accepted bool
+	calls    sync.WaitGroup
+	cancel   []context.CancelFunc
+}
+
+func (s *clientSession) write(v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	_ = s.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	return s.conn.WriteMessage(websocket.TextMessage, data)
+}
+
+// call runs one tool call in its own goroutine and sends its result.
+func (s *clientSession) call(ctx context.Context, f *frame) {
+	t, ok := s.byName[f.Name]
+	cctx, cancel := context.WithCancel(ctx)
+	s.mu.Lock()
+	s.cancel = append(s.cancel, cancel)
+	s.mu.Unlock()
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		defer cancel()
+		res := map[string]any{"type": "result", "id": f.ID}
+		value, err := func() (v any, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("tool %q panicked: %v", f.Name, p)
+				}
+			}()
+			if !ok {
+				return nil, fmt.Errorf("tool %q is not defined by this client", f.Name)
+			}
+			return t.Func(cctx, f.Args)
+		}()
+		if err == nil {
+			var raw []byte
+			raw, err = json.Marshal(value)
+			if err == nil {
+				res["ok"], res["value"] = true, json.RawMessage(raw)
+			} else {
+				err = fmt.Errorf("tool %q returned a value that is not JSON: %v", f.Name, err)
+			}
+		}
+		if err != nil {
+			msg := err.Error()
+			if len(msg) > 16<<10 {
+				msg = strings.ToValidUTF8(msg[:16<<10], "")
+			}
+			res["ok"], res["message"] = false, msg
+			delete(res, "value")
+		}
+		_ = s.write(res)
+	}()
+}
+
+// close cancels tool calls still running, waits for them, and closes the
+// connection.
+func (s *clientSession) close() {
+	s.mu.Lock()
+	for _, c := range s.cancel {
+		c()
+	}
+	s.mu.Unlock()
+	s.calls.Wait()
+	s.wmu.Lock()
+	_ = s.conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+	s.wmu.Unlock()
+	_ = s.conn.Close()
+}
