@@ -95,13 +95,13 @@ func TestServe(t *testing.T) {
 		t.Fatalf("/metrics: %d", code)
 	}
 	for _, want := range []string{
-		`dsh_container_runs_total{language="typescript",outcome="ok"} 1`,
-		`dsh_container_runs_total{language="typescript",outcome="exception"} 1`,
-		`dsh_container_runs_total{language="python",outcome="ok"} 1`,
+		`dsh_container_runs_total{language="typescript",outcome="ok",tenant="anonymous"} 1`,
+		`dsh_container_runs_total{language="typescript",outcome="exception",tenant="anonymous"} 1`,
+		`dsh_container_runs_total{language="python",outcome="ok",tenant="anonymous"} 1`,
 		`dsh_container_binding_calls_total{language="python"} 1`,
 		`dsh_container_binding_calls_total{language="typescript"} 1`,
 		`dsh_container_run_wall_seconds_count{language="python"} 1`,
-		`dsh_container_runs_in_flight{language="typescript"} 0`,
+		`dsh_container_runs_in_flight{language="typescript",tenant="anonymous"} 0`,
 		`dsh_container_pool_idle_sandboxes{language="python"}`,
 	} {
 		if !strings.Contains(metrics, want) {
