@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -77,6 +78,16 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 		note("crun is not registered; --runtime crun is unavailable")
 	}
 
+	if _, crunRegistered := info.Runtimes["crun"]; info.CgroupVersion == "1" {
+		if _, err := exec.LookPath("crun"); crunRegistered || err == nil {
+			if ctrls := hybridV2Controllers(); len(ctrls) > 0 {
+				note("crun cannot run containers here: this host's cgroups are hybrid (v1, with v2 mounted at /sys/fs/cgroup/unified holding the %s controller(s)), which crun 1.8.1 refuses "+
+					"(\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\"), so .ci/run does not register it; for crun, boot with systemd.unified_cgroup_hierarchy=1 "+
+					"(cgroup v2 only: /sys/fs/cgroup a cgroup2 mount) and restart the engine, or mount those controllers as v1 hierarchies while no v2 group uses them; or use runc or runsc", strings.Join(ctrls, ", "))
+			}
+		}
+	}
+
 	refs, err := drv.ImageRefs(ctx)
 	if err != nil {
 		bad("check the engine's health", "images: %v", err)
@@ -124,4 +135,22 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 	}
 	fmt.Fprintln(f.stdout, "all checks passed")
 	return nil
+}
+
+// hybridV2Controllers are the controllers of the v2 hierarchy of a hybrid
+// cgroup layout (v1 under /sys/fs/cgroup, v2 at /sys/fs/cgroup/unified):
+// crun refuses a hybrid layout unless this is empty. Nil on a v1-only or
+// v2-only host.
+func hybridV2Controllers() []string {
+	const cgroup2Magic = 0x63677270 // CGROUP2_SUPER_MAGIC
+	var root, unified syscall.Statfs_t
+	if syscall.Statfs("/sys/fs/cgroup", &root) != nil || root.Type == cgroup2Magic ||
+		syscall.Statfs("/sys/fs/cgroup/unified", &unified) != nil || unified.Type != cgroup2Magic {
+		return nil
+	}
+	data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	if err != nil {
+		return nil
+	}
+	return strings.Fields(string(data))
 }
