@@ -15,7 +15,7 @@ import (
 // TestRunnerSuites runs each runner's own test suite inside its real
 // image, hardened like a run (no network, read-only root, non-root, no
 // capabilities, no-new-privileges, our seccomp profile, a tmpfs /tmp): the
-// portproto vectors replay and the bootstrap driven by a fake host.
+// portproto vectors replay and the runner driven by a fake host.
 func TestRunnerSuites(t *testing.T) {
 	root := readableCopy(t)
 	// The docker CLI reads seccomp= as a file.
@@ -57,7 +57,7 @@ func TestRunnerSuites(t *testing.T) {
 	}
 }
 
-// readableCopy copies what the suites read (bootstraps, tests, protocol
+// readableCopy copies what the suites read (runners, tests, protocol
 // vectors) into a world-readable temp tree: the checkout may sit in a
 // private directory the container's non-root user cannot enter.
 func readableCopy(t *testing.T) string {
@@ -72,7 +72,7 @@ func readableCopy(t *testing.T) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dst) })
 	var files []string
-	for _, pattern := range []string{"images/*/bootstrap.*", "images/*/test/*", "portproto/testdata/vectors.json"} {
+	for _, pattern := range []string{"images/ts-runner/*.js", "images/py-runner/dsh_runner/*.py", "images/*/test/*", "portproto/testdata/vectors.json"} {
 		m, err := filepath.Glob(filepath.Join(src, pattern))
 		if err != nil {
 			t.Fatal(err)

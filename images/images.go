@@ -1,8 +1,10 @@
 // Package images builds the runner images without a container registry.
 //
-// Each runner's build inputs (its Dockerfile and bootstrap) are embedded in
+// Each runner's build inputs (its Dockerfile and its code) are embedded in
 // the binary, so the binary knows the exact tag it needs: a hash of those
-// inputs and of the base. An image with an older hash is stale. The base
+// inputs and of the runner contract (package runner: user, paths), which the
+// build passes to the Dockerfiles as build arguments. An image with an older
+// hash is stale. The base
 // is built from Debian packages with mmdebstrap and imported into the
 // daemon, so `images build` works on a machine that can reach Debian's
 // mirror but no registry. A user with a registry can instead pass any
@@ -18,8 +20,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -29,9 +34,10 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/runner"
 )
 
-//go:embed ts-runner/Dockerfile ts-runner/bootstrap.js py-runner/Dockerfile py-runner/bootstrap.py sdk-check/Dockerfile
+//go:embed ts-runner/Dockerfile ts-runner/*.js py-runner/Dockerfile py-runner/dsh_runner/*.py sdk-check/Dockerfile
 var inputs embed.FS
 
 // Repository prefix of every image this project builds.
@@ -83,23 +89,46 @@ func RunnerFor(l backend.Language) (Image, error) {
 	return Image{}, fmt.Errorf("%w: no runner image for language %q", errdefs.ErrNotFound, l)
 }
 
+// files lists the image's build inputs, paths relative to its folder, in
+// lexical order.
 func (im Image) files() ([]string, error) {
-	entries, err := inputs.ReadDir(im.Name)
-	if err != nil {
-		return nil, err
-	}
 	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	err := fs.WalkDir(inputs, im.Name, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		names = append(names, strings.TrimPrefix(p, im.Name+"/"))
+		return nil
+	})
+	return names, err
+}
+
+// contract is the runner contract as the build arguments a runner's
+// Dockerfile declares (ARG, with the same values as defaults); nil for an
+// image that is not a runner.
+func (im Image) contract() map[string]string {
+	var args map[string]string
+	switch im.Language {
+	case backend.TypeScript:
+		args = map[string]string{"TS_RUNNER_DIR": runner.TypeScriptDir}
+	case backend.Python:
+		args = map[string]string{"PY_SITE_DIR": runner.PythonDir}
+	default:
+		return nil
 	}
-	return names, nil
+	args["RUNNER_UID"] = strconv.Itoa(runner.UID)
+	args["RUNNER_GID"] = strconv.Itoa(runner.GID)
+	args["WORK_DIR"] = runner.WorkDir
+	return args
 }
 
 // Tag is the image's content-addressed tag: a hash of its build inputs
-// (Dockerfile and bootstrap). The base is not part of it, so an image built
-// on any base (`--base`) is the one `run` finds; the base used is recorded
-// in a label.
-func (im Image) Tag() string {
+// (Dockerfile and code) and, for a runner, of the contract's build
+// arguments. The base is not part of it, so an image built on any base
+// (`--base`) is the one `run` finds; the base used is recorded in a label.
+func (im Image) Tag() string { return im.tag(im.contract()) }
+
+func (im Image) tag(args map[string]string) string {
 	files, err := im.files()
 	if err != nil {
 		panic(err) // embedded at build time: cannot fail
@@ -108,6 +137,14 @@ func (im Image) Tag() string {
 	for _, f := range files {
 		data, _ := inputs.ReadFile(path.Join(im.Name, f))
 		parts = append(parts, f, string(data))
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		parts = append(parts, "ARG "+k, args[k])
 	}
 	return Repository + im.Name + ":" + hash(parts...)
 }
@@ -191,9 +228,13 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 	if err != nil {
 		return "", err
 	}
+	buildArgs := map[string]*string{"BASE": &base}
+	for k, v := range im.contract() {
+		buildArgs[k] = &v
+	}
 	resp, err := cli.ImageBuild(ctx, buildCtx, dbuild.ImageBuildOptions{
 		Tags:        []string{tag},
-		BuildArgs:   map[string]*string{"BASE": &base},
+		BuildArgs:   buildArgs,
 		Remove:      true,
 		ForceRemove: true,
 		Version:     dbuild.BuilderV1,

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-container/dsh-container/backend/container/runner"
 )
 
 // Label keys. Every container the runtime creates carries LabelManaged and
@@ -27,16 +29,17 @@ const (
 	LabelLang   = LabelPrefix + "language"
 )
 
-// Fixed in-container locations and identity.
+// Fixed in-container locations and identity: the runner contract
+// (package runner), which the images are built to.
 const (
 	// BridgeDir is where a Unix-socket endpoint's directory is mounted.
-	BridgeDir = "/run/dsh"
+	BridgeDir = runner.BridgeDir
 	// BridgeSocket is the socket's path inside the container.
-	BridgeSocket = BridgeDir + "/bridge.sock"
+	BridgeSocket = runner.BridgeSocket
 	// SocketName is the socket's file name in the per-run directory.
-	SocketName = "bridge.sock"
+	SocketName = runner.SocketName
 	// RunnerUser is the fixed non-root uid:gid programs run as.
-	RunnerUser = "65532:65532"
+	RunnerUser = runner.User
 )
 
 // Spec describes one container completely. The runtime fills it from its

@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/runner"
 )
 
 // Runtime runs each program in a fresh container used once.
@@ -187,11 +187,11 @@ func (r *Runtime) spec(runID string, ep *Endpoint) Spec {
 	var cmd []string
 	switch r.opts.language {
 	case backend.Python:
-		cmd = []string{"python3", "-I", "/opt/dsh/bootstrap.py", ep.RunnerAddress}
+		cmd = runner.PythonArgv(ep.RunnerAddress)
 	default:
 		// V8's heap limit leaves room under the cgroup limit (v8HeapMiB):
 		// a heap bomb meets V8's abort, reported as oom.
-		cmd = []string{"node", "--disable-warning=ExperimentalWarning", "--max-old-space-size=" + strconv.FormatInt(v8HeapMiB(l.MemoryBytes), 10), "/opt/dsh/bootstrap.js", ep.RunnerAddress}
+		cmd = runner.TypeScriptArgv(ep.RunnerAddress, v8HeapMiB(l.MemoryBytes))
 	}
 	labels := map[string]string{
 		LabelManaged: "true",

@@ -25,13 +25,14 @@ type rule struct {
 var stdlibOnly = []string{}
 
 // rules is DESIGN.md's layout table for the packages that exist, plus the
-// subpackages it implies (seccomp belongs to the container runtime,
-// registrytest to the registry) and our test helpers. A package missing
+// subpackages it implies (seccomp and the runner contract belong to the
+// container runtime, registrytest to the registry) and our test helpers. A package missing
 // here fails the test: add its row to DESIGN.md and here.
 var rules = map[string]rule{
 	"backend":                         {thirdParty: stdlibOnly},
-	"backend/container":               {own: []string{"backend", "portproto", "backend/container/seccomp"}},
+	"backend/container":               {own: []string{"backend", "portproto", "backend/container/seccomp", "backend/container/runner"}},
 	"backend/container/seccomp":       {},
+	"backend/container/runner":        {thirdParty: stdlibOnly},
 	"backend/container/containertest": {own: []string{"backend", "backend/container", "backend/container/seccomp"}},
 	"backend/container/docker":        {own: []string{"backend/container"}},
 	"backend/container/containerd":    {own: []string{"backend/container"}},
@@ -43,7 +44,7 @@ var rules = map[string]rule{
 	"mcp":                             {own: []string{"registry"}},
 	"server":                          {own: []string{"registry", "backend"}},
 	"client":                          {thirdParty: []string{"github.com/gorilla/websocket"}},
-	"images":                          {own: []string{"backend"}},
+	"images":                          {own: []string{"backend", "backend/container/runner"}},
 	"bench":                           {own: []string{"*"}},
 	"cmd/dsh-container":               {own: []string{"*"}},
 	"e2e":                             {own: []string{"*"}},

@@ -17,7 +17,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.dont_write_bytecode = True
 
-import bootstrap as boot  # noqa: E402
+from dsh_runner import protocol, runner, values  # noqa: E402
 
 VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "portproto", "testdata", "vectors.json")
 LIMITS = {"maxLogBytes": 1 << 20, "maxValueBytes": 1 << 20, "maxFrameBytes": 4 << 20}
@@ -25,9 +25,9 @@ LIMITS = {"maxLogBytes": 1 << 20, "maxValueBytes": 1 << 20, "maxFrameBytes": 4 <
 
 def code_of(direction, frame, max_frame=1 << 20):
     try:
-        boot.decode_frame(direction, frame, max_frame)
+        protocol.decode_frame(direction, frame, max_frame)
         return None
-    except boot.ProtocolError as e:
+    except protocol.ProtocolError as e:
         return e.code
 
 
@@ -45,23 +45,23 @@ class VectorTest(unittest.TestCase):
         return vectors
 
     def test_host_to_runner_vectors(self):
-        mine = [v for v in self.load() if v["direction"] == boot.HOST_TO_RUNNER]
+        mine = [v for v in self.load() if v["direction"] == protocol.HOST_TO_RUNNER]
         self.assertTrue(mine)
         for v in mine:
             with self.subTest(v["name"]):
                 for frame in (v["frame"], v["frame"].encode("utf-8")):
                     if v["valid"]:
-                        msg = boot.validate_host_frame(frame)
+                        msg = protocol.validate_host_frame(frame)
                         self.assertEqual(msg["type"], json.loads(v["frame"])["type"])
                     else:
-                        with self.assertRaises(boot.ProtocolError) as cm:
-                            boot.validate_host_frame(frame)
+                        with self.assertRaises(protocol.ProtocolError) as cm:
+                            protocol.validate_host_frame(frame)
                         self.assertEqual(cm.exception.code, v["code"], str(cm.exception))
 
     def test_runner_to_host_vectors(self):
         # The same decoder checks, in the end-to-end tests, what the runner sends.
         for v in self.load():
-            if v["direction"] == boot.RUNNER_TO_HOST:
+            if v["direction"] == protocol.RUNNER_TO_HOST:
                 with self.subTest(v["name"]):
                     self.assertEqual(code_of(v["direction"], v["frame"]), None if v["valid"] else v["code"])
 
@@ -130,27 +130,27 @@ class DecoderTest(unittest.TestCase):
         ]
         for name, frame, code in cases:
             with self.subTest(name):
-                self.assertEqual(code_of(boot.HOST_TO_RUNNER, frame), code)
+                self.assertEqual(code_of(protocol.HOST_TO_RUNNER, frame), code)
 
     def test_zero_values_and_raw_presence(self):
-        self.assertEqual(boot.validate_host_frame('{"type":"result","id":7,"ok":true,"value":null}'),
+        self.assertEqual(protocol.validate_host_frame('{"type":"result","id":7,"ok":true,"value":null}'),
                          {"type": "result", "id": 7, "ok": True, "value": None, "message": ""})
-        self.assertNotIn("value", boot.validate_host_frame('{"type":"result","id":7,"ok":false}'))
+        self.assertNotIn("value", protocol.validate_host_frame('{"type":"result","id":7,"ok":false}'))
         self.assertEqual(
-            boot.validate_host_frame(json.dumps({"type": "run", "version": 1, "limits": {"maxFrameBytes": 5000}})),
+            protocol.validate_host_frame(json.dumps({"type": "run", "version": 1, "limits": {"maxFrameBytes": 5000}})),
             {"type": "run", "version": 1, "program": "", "sourceMap": "", "bindings": [],
              "limits": {"maxLogBytes": 0, "maxValueBytes": 0, "maxFrameBytes": 5000}})
 
     def test_size_and_utf8(self):
         frame = '{"type":"result","id":1,"ok":true,"value":"' + "x" * 5000 + '"}'
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, frame, 4096), "too-large")
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, frame, 0), None)
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, frame, 4096), "too-large")
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, frame, 0), None)
         head, tail = b'{"type":"result","id":1,"ok":true,"value":"', b'"}'
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, head + b"\xff\xfe" + tail), "not-utf8")
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, head + b"\xed\xa0\x80" + tail), "not-utf8")  # an encoded surrogate
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, '{"type":"result","id":1,"ok":true,"value":"\ud800"}'), "not-utf8")
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, head + b"\xff\xfe" + tail), "not-utf8")
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, head + b"\xed\xa0\x80" + tail), "not-utf8")  # an encoded surrogate
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, '{"type":"result","id":1,"ok":true,"value":"\ud800"}'), "not-utf8")
         # An escaped lone surrogate is valid JSON text (Go reads it as U+FFFD).
-        self.assertEqual(code_of(boot.HOST_TO_RUNNER, '{"type":"result","id":1,"ok":true,"value":"\\ud800"}'), None)
+        self.assertEqual(code_of(protocol.HOST_TO_RUNNER, '{"type":"result","id":1,"ok":true,"value":"\\ud800"}'), None)
 
     def test_junk_raises_only_protocol_errors(self):
         seeds = [run_frame(), '{"type":"result","id":1,"ok":true,"value":[{"a":"}"}]}', '{"type":"result","id":1,"ok":false,"message":"m"}']
@@ -158,14 +158,14 @@ class DecoderTest(unittest.TestCase):
         for seed in seeds:
             for i in range(len(seed)):
                 for patch in ("", '"', "}", "]", "1.5", "null", "\\", "{", ","):
-                    code_of(boot.HOST_TO_RUNNER, seed[:i] + patch + seed[i + 1:])
+                    code_of(protocol.HOST_TO_RUNNER, seed[:i] + patch + seed[i + 1:])
                     n += 1
         self.assertGreater(n, 1000)
 
 
 class ValueTest(unittest.TestCase):
     def frame(self, v, limits=LIMITS):
-        return json.loads(boot.done_value_frame(v, limits))
+        return json.loads(values.done_value_frame(v, limits))
 
     def test_json_and_repr(self):
         self.assertEqual(self.frame(None), {"type": "done", "ok": True})
@@ -185,7 +185,7 @@ class ValueTest(unittest.TestCase):
 
         self.assertEqual(self.frame(Broken())["value"], "<unrepresentable Broken: RuntimeError: no>")
         # A lone surrogate in a JSON value is escaped, so the frame stays UTF-8.
-        frame = boot.done_value_frame("a\ud800", LIMITS)
+        frame = values.done_value_frame("a\ud800", LIMITS)
         frame.encode("utf-8")
         self.assertEqual(json.loads(frame)["value"], "a\ud800")
 
@@ -201,34 +201,34 @@ class ValueTest(unittest.TestCase):
             self.assertLessEqual(len(json.dumps(self.frame(v, limits)["value"], ensure_ascii=False).encode()), 10)
         self.assertEqual(self.frame("abc", dict(LIMITS, maxValueBytes=0)), {"type": "done", "ok": True, "valueKind": "json", "value": "", "truncated": True})
         tight = {"maxLogBytes": 0, "maxValueBytes": 1 << 20, "maxFrameBytes": 4096}
-        frame = boot.done_value_frame('"' * 100000, tight)
+        frame = values.done_value_frame('"' * 100000, tight)
         self.assertLessEqual(len(frame.encode()), 4096)
         self.assertTrue(json.loads(frame)["truncated"])
-        boot.decode_frame(boot.RUNNER_TO_HOST, frame, 4096)
+        protocol.decode_frame(protocol.RUNNER_TO_HOST, frame, 4096)
 
     def test_error_frames(self):
         tight = {"maxLogBytes": 0, "maxValueBytes": 0, "maxFrameBytes": 4096}
-        frame = boot._error_frame("Error", "m" * 3000, "s" * 10000, tight)
+        frame = values.error_frame("Error", "m" * 3000, "s" * 10000, tight)
         self.assertLessEqual(len(frame.encode()), 4096)
-        done = boot.decode_frame(boot.RUNNER_TO_HOST, frame, 4096)
+        done = protocol.decode_frame(protocol.RUNNER_TO_HOST, frame, 4096)
         self.assertEqual(done["error"]["message"], "m" * 3000)
         self.assertTrue(done["error"]["stack"].startswith("sss"))
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(0), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(3), LIMITS))["error"], {"name": "SystemExit", "message": "3", "stack": "SystemExit: 3\n"})
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit("bye"), LIMITS))["error"]["message"], "bye")
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(False), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(boot.done_exit_frame(SystemExit(0.0), LIMITS))["error"]["message"], "0.0")  # as the interpreter: not an int
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(0), LIMITS)), {"type": "done", "ok": True})
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(), LIMITS)), {"type": "done", "ok": True})
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(3), LIMITS))["error"], {"name": "SystemExit", "message": "3", "stack": "SystemExit: 3\n"})
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit("bye"), LIMITS))["error"]["message"], "bye")
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(False), LIMITS)), {"type": "done", "ok": True})
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(0.0), LIMITS))["error"]["message"], "0.0")  # as the interpreter: not an int
 
     def test_cut_for_json(self):
-        self.assertEqual(boot.cut_for_json("abc", 2), "ab")
-        self.assertEqual(boot.cut_for_json('a"b', 2), "a")
-        self.assertEqual(boot.cut_for_json('a"b', 3), 'a"')
-        self.assertEqual(boot.cut_for_json("\x01x", 6), "\x01")
-        self.assertEqual(boot.cut_for_json("😀😀", 7), "😀")
+        self.assertEqual(values.cut_for_json("abc", 2), "ab")
+        self.assertEqual(values.cut_for_json('a"b', 2), "a")
+        self.assertEqual(values.cut_for_json('a"b', 3), 'a"')
+        self.assertEqual(values.cut_for_json("\x01x", 6), "\x01")
+        self.assertEqual(values.cut_for_json("😀😀", 7), "😀")
         for s in ('x"\\\n\t\x01é€😀\u2028\x7f', "plain"):
             for b in range(40):
-                cut = boot.cut_for_json(s, b)
+                cut = values.cut_for_json(s, b)
                 self.assertLessEqual(len(json.dumps(cut, ensure_ascii=False).encode()) - 2, b)
                 self.assertTrue(s.startswith(cut))
 
@@ -288,8 +288,8 @@ class HostileObjectTest(unittest.TestCase):
     maxDiff = None
 
     def error(self, exc):
-        frame = boot.done_error_frame(exc, LIMITS)
-        done = boot.decode_frame(boot.RUNNER_TO_HOST, frame, LIMITS["maxFrameBytes"])
+        frame = values.done_error_frame(exc, LIMITS)
+        done = protocol.decode_frame(protocol.RUNNER_TO_HOST, frame, LIMITS["maxFrameBytes"])
         return done["error"]
 
     def test_exceptions(self):
@@ -341,7 +341,7 @@ class HostileObjectTest(unittest.TestCase):
                 err = self.error(exc)
                 self.assertEqual((err["name"], err["message"]), (name, message))
                 self.assertIn(in_stack, err.get("stack", ""))
-                self.assertNotIn("bootstrap", err.get("stack", ""))
+                self.assertNotIn("dsh_runner", err.get("stack", ""))
 
     def test_a_long_exception_chain(self):
         e = None
@@ -373,7 +373,7 @@ class HostileObjectTest(unittest.TestCase):
         ]
         for exc, want, message in cases:
             with self.subTest(repr(type(exc.args[0]) if exc.args else exc)):
-                done = json.loads(boot.done_exit_frame(raised(exc), LIMITS))
+                done = json.loads(values.done_exit_frame(raised(exc), LIMITS))
                 if want is not None:
                     self.assertEqual(done, want)
                 else:
@@ -412,17 +412,17 @@ class HostileObjectTest(unittest.TestCase):
         ]
         for v, want in cases:
             with self.subTest(want):
-                done = json.loads(boot.done_value_frame(v, LIMITS))
+                done = json.loads(values.done_value_frame(v, LIMITS))
                 self.assertEqual(done["value"], want)
         # A huge repr is cut, and the frame is valid.
-        done = json.loads(boot.done_value_frame(Huge(), LIMITS))
+        done = json.loads(values.done_value_frame(Huge(), LIMITS))
         self.assertEqual((done["valueKind"], done["truncated"]), ("inspect", True))
         # A JSON value whose text would be huge (shared lists) is produced
         # only up to the cap.
         x = [1] * 1000
         bomb = [[x] * 1000] * 1000
         start = time.monotonic()
-        done = json.loads(boot.done_value_frame(bomb, LIMITS))
+        done = json.loads(values.done_value_frame(bomb, LIMITS))
         self.assertLess(time.monotonic() - start, 5)
         self.assertEqual((done["valueKind"], done["truncated"]), ("json", True))
         self.assertTrue(done["value"].startswith("[[[1,1,"))
@@ -431,9 +431,9 @@ class HostileObjectTest(unittest.TestCase):
         A = NameRaises("A", (), {})
         B = type("B", (), {})
         B.__name__ = HostileStr("Bee")
-        self.assertEqual(boot.class_name(A), "A")
-        self.assertEqual(boot.class_name(B), "Bee")
-        self.assertIs(type(boot.class_name(B)), str)
+        self.assertEqual(values.class_name(A), "A")
+        self.assertEqual(values.class_name(B), "Bee")
+        self.assertIs(type(values.class_name(B)), str)
 
     def test_log_records_that_cannot_be_formatted(self):
         import logging
@@ -444,7 +444,7 @@ class HostileObjectTest(unittest.TestCase):
             def emit_log(self, source, level, text):
                 sent.append((source, level, text))
 
-        h = boot._LogHandler(FakeRunner())
+        h = runner._LogHandler(FakeRunner())
         mk = logging.LogRecord
         h.emit(mk("x", logging.WARNING, "p.py", 1, Raises("msg"), None, None))
         h.emit(mk("x", logging.ERROR, "p.py", 1, "%d", ("x",), None))
@@ -474,9 +474,9 @@ class ArgsTest(unittest.TestCase):
 
     def reject(self, args, max_bytes=1 << 20):
         try:
-            text = boot.tool_args_json(args, max_bytes)
-        except boot._ArgsRejection as r:
-            return f"{boot.args_path(r.segments)}: {r.reason}"
+            text = values.tool_args_json(args, max_bytes)
+        except values.ArgsRejection as r:
+            return f"{values.args_path(r.segments)}: {r.reason}"
         self.fail(f"accepted: {text}")
 
     def test_json_values_cross_exactly(self):
@@ -490,15 +490,15 @@ class ArgsTest(unittest.TestCase):
             (2**1023, str(2**1023)),
         ]:
             with self.subTest(want):
-                self.assertEqual(boot.tool_args_json(args, 1 << 20), want)
+                self.assertEqual(values.tool_args_json(args, 1 << 20), want)
         # Shared (not circular) values are fine.
         shared = {"s": 1}
-        self.assertEqual(boot.tool_args_json([shared, shared], 100), '[{"s":1},{"s":1}]')
+        self.assertEqual(values.tool_args_json([shared, shared], 100), '[{"s":1},{"s":1}]')
         # 512 levels are fine, 513 are not.
         deep = []
         for _ in range(511):
             deep = [deep]
-        self.assertEqual(boot.tool_args_json(deep, 1 << 20), "[" * 512 + "]" * 512)
+        self.assertEqual(values.tool_args_json(deep, 1 << 20), "[" * 512 + "]" * 512)
 
     def test_lossy_values_are_rejected_with_a_path(self):
         cyc = {"a": 1}
@@ -560,12 +560,12 @@ class ArgsTest(unittest.TestCase):
         got = self.reject(deep)
         self.assertTrue(got.startswith("args[0][0][0]"), got)
         self.assertTrue(got.endswith("…: nested deeper than 512 levels"), got)
-        self.assertEqual(len(got.split(": ")[0]), boot.MAX_PATH_CHARS)
+        self.assertEqual(len(got.split(": ")[0]), values.MAX_PATH_CHARS)
         # A long key is cut in the path too.
         got = self.reject({"k" * 5000: {"x": math.nan}})
         self.assertEqual(got, "args." + "k" * 194 + "…: NaN is not JSON")
         got = self.reject({"k-" * 5000: math.nan})
-        self.assertEqual(len(got.split(": ")[0]), boot.MAX_PATH_CHARS)
+        self.assertEqual(len(got.split(": ")[0]), values.MAX_PATH_CHARS)
 
     def test_size_is_bounded_before_it_is_read_in_full(self):
         self.assertEqual(self.reject({"s": "x" * 5000}, 4096), "args: too large: the call frame would exceed the 4096-byte frame limit")
@@ -577,19 +577,19 @@ class ArgsTest(unittest.TestCase):
         # The walk's estimate is a lower bound of the text's bytes (exact here: 30),
         # so it never rejects what fits; the call checks the exact frame.
         v = ["é" * 10, [1, 2]]
-        self.assertEqual(boot.tool_args_json(v, 30), '["éééééééééé",[1,2]]')
+        self.assertEqual(values.tool_args_json(v, 30), '["éééééééééé",[1,2]]')
         self.assertEqual(self.reject(v, 29), "args: too large: the call frame would exceed the 29-byte frame limit")
 
     def test_quoting_matches_json_stringify(self):
         for s, want in [("a", '"a"'), ('q"\\', '"q\\"\\\\"'), ("\n\x01\x7f", '"\\n\\u0001\x7f"'), ("é😀", '"é😀"'), ("\ud800x", '"\\ud800x"')]:
             with self.subTest(s):
-                self.assertEqual(boot.js_quote(s), want)
+                self.assertEqual(values.js_quote(s), want)
 
 
 class CompileTest(unittest.TestCase):
     def compile(self, src):
         g = {"__builtins__": __builtins__, "__name__": "__main__"}
-        fn = boot.compile_program(src, g)
+        fn = runner.compile_program(src, g)
         self.assertNotIn("__dsh_main__", g)
         return fn, g
 
@@ -602,11 +602,11 @@ class CompileTest(unittest.TestCase):
             asyncio.run(fn())
             self.fail("no exception")
         except KeyError as e:  # (assertRaises drops the traceback)
-            tb = boot.program_traceback(e)
+            tb = values.program_traceback(e)
         self.assertIn('File "program.py", line 7, in __dsh_main__', tb)
         self.assertIn('File "program.py", line 6, in f', tb)
         self.assertIn("KeyError: 'a\\n  b'", tb)
-        self.assertNotIn("bootstrap", tb)
+        self.assertNotIn("dsh_runner", tb)
 
     def test_await_return_and_globals(self):
         import asyncio

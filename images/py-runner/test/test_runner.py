@@ -1,8 +1,8 @@
 """End-to-end tests of the Python runner: a fake host serves the bridge on a
-Unix socket (websockets' sync server), spawns bootstrap.py as a child process
-and drives it through the protocol. Every frame the runner sends is checked
-with the strict decoder (direction runner-to-host). Run from
-images/py-runner: python3 -m unittest discover -s test -v"""
+Unix socket (websockets' sync server), spawns the runner (dsh_runner) as a
+child process and drives it through the protocol. Every frame the runner
+sends is checked with the strict decoder (direction runner-to-host). Run
+from images/py-runner: python3 -m unittest discover -s test -v"""
 
 import json
 import os
@@ -18,11 +18,15 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.dont_write_bytecode = True
 
-import bootstrap as boot  # noqa: E402
+from dsh_runner import protocol, runner  # noqa: E402
 from websockets.exceptions import ConnectionClosed  # noqa: E402
 from websockets.sync.server import unix_serve  # noqa: E402
 
-BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bootstrap.py")
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The runner starts as `python3 -I -m dsh_runner <socket>`; -I keeps
+# PYTHONPATH out, so this runs the package of this tree the way -m would.
+LAUNCH = ("import runpy, sys; sys.dont_write_bytecode = True; sys.path.insert(0, %r); "
+          "runpy.run_module('dsh_runner', run_name='__main__', alter_sys=True)" % SOURCE)
 LIMITS = {"maxLogBytes": 1 << 20, "maxValueBytes": 1 << 20, "maxFrameBytes": 4 << 20}
 TOOLS = ["search", "fail", "echo", "__class__", "keys", "my-tool"]
 
@@ -59,8 +63,8 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
                 try:
                     if not isinstance(data, str):
                         raise AssertionError("binary frame")
-                    msg = boot.decode_frame(boot.RUNNER_TO_HOST, data, limits["maxFrameBytes"])
-                except (boot.ProtocolError, AssertionError) as e:
+                    msg = protocol.decode_frame(protocol.RUNNER_TO_HOST, data, limits["maxFrameBytes"])
+                except (protocol.ProtocolError, AssertionError) as e:
                     out.violations.append(f"{e} in {data[:200]!r}")
                     continue
                 if msg["type"] == "hello":
@@ -92,7 +96,7 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
     thread.start()
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", BOOTSTRAP, socket_path or sock],
+            [sys.executable, "-I", "-c", LAUNCH, socket_path or sock],
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": tempfile.gettempdir(), "LANG": "C.UTF-8"},
             capture_output=True, timeout=timeout, text=True,
         )
@@ -365,7 +369,7 @@ class RunnerTest(unittest.TestCase):
                 done = self.ok(out)
                 texts = [log["text"] for log in out.logs] + [json.dumps(done)]
                 for t in texts:
-                    self.assertNotIn("bootstrap", t)
+                    self.assertNotIn("dsh_runner", t)
                 if want is None:
                     self.assertEqual(done, {"type": "done", "ok": True})
                 elif isinstance(want, tuple):
@@ -414,7 +418,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(self.ok(out)["value"], "survived")
         texts = [log["text"] for log in out.logs]
         for t in texts:
-            self.assertNotIn("bootstrap", t)
+            self.assertNotIn("dsh_runner", t)
             self.assertNotIn("--- Logging error ---", t)
         self.assertEqual(texts[0], "printed through a str subclass\n")
         self.assertRegex(texts[1], r"^<log record not formatted: ValueError: no str; msg=<__main__\.__dsh_main__\.<locals>\.S object at 0x[0-9a-f]+>, args=\(\)>$")
@@ -442,7 +446,7 @@ class RunnerTest(unittest.TestCase):
         self.assertEqual(err["name"], "SyntaxError")
         self.assertEqual(err["message"], "'(' was never closed (program.py, line 2)")
         self.assertTrue(err["stack"].startswith('  File "program.py", line 2\n    y = (\n'), err["stack"])
-        self.assertNotIn("bootstrap", err["stack"])
+        self.assertNotIn("dsh_runner", err["stack"])
         err = self.ok(syntax2)["error"]
         self.assertEqual([err["name"], err["message"]], ["SyntaxError", "'break' outside loop (program.py, line 4)"])
         err = self.ok(exit3)["error"]
@@ -493,7 +497,7 @@ class RunnerTest(unittest.TestCase):
             dict(program='import logging\nfor _ in range(100):\n    logging.info("")\nreturn "done"', limits=dict(LIMITS, maxLogBytes=640)),
         )
         self.assertEqual(self.ok(many)["value"], "done")
-        self.assertEqual(len(many.logs), boot.MAX_LOG_ENTRIES + 1)
+        self.assertEqual(len(many.logs), runner.MAX_LOG_ENTRIES + 1)
         self.assertEqual(self.ok(small)["value"], "done")
         self.assertEqual(len(small.logs), 11)  # 11 * 64 > 640
 

@@ -1,5 +1,5 @@
 // End-to-end tests of the TS runner: a fake host serves the bridge on a Unix
-// socket, spawns bootstrap.js as a child process and drives it through the
+// socket, spawns main.js as a child process and drives it through the
 // protocol. Every frame the runner sends is checked with the strict decoder
 // (direction runner-to-host). Run: node --test images/ts-runner/test/
 'use strict';
@@ -13,9 +13,9 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { WebSocketServer } = require('ws');
 
-const boot = require('../bootstrap.js');
+const protocol = require('../protocol.js');
 
-const BOOTSTRAP = path.join(__dirname, '..', 'bootstrap.js');
+const MAIN = path.join(__dirname, '..', 'main.js');
 const LIMITS = { maxLogBytes: 1 << 20, maxValueBytes: 1 << 20, maxFrameBytes: 4 << 20 };
 const TOOLS = ['search', 'fail', 'echo', '__proto__', 'constructor', 'toString', 'my-tool'];
 
@@ -74,7 +74,7 @@ async function host(opts) {
       let msg;
       try {
         assert.equal(isBinary, false, 'binary frame');
-        msg = boot.decodeFrame(boot.RUNNER_TO_HOST, data, limits.maxFrameBytes);
+        msg = protocol.decodeFrame(protocol.RUNNER_TO_HOST, data, limits.maxFrameBytes);
       } catch (err) {
         out.violations.push(`${err.message} in ${text.slice(0, 200)}`);
         return;
@@ -101,7 +101,7 @@ async function host(opts) {
     });
   });
   await acquireChild();
-  const child = spawn(process.execPath, [BOOTSTRAP, opts.socket || sock], {
+  const child = spawn(process.execPath, [MAIN, opts.socket || sock], {
     env: { PATH: process.env.PATH || '/usr/bin:/bin', HOME: os.tmpdir(), LANG: 'C.UTF-8' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -334,7 +334,7 @@ describe('runner', { concurrency: 4 }, () => {
         'Error.prepareStackTrace = undefined;\nthrow new Error("x");',
         error('Error', 'x', /^Error: x\n {4}at program\.ts:3:7$/)],
       ['prepareStackTrace of its own, with every frame',
-        'Error.prepareStackTrace = (e, cs) => String(e) + cs.map((c) => "\\n    at " + c).join("");\nconst s = new Error("mine").stack;\nif (!s.includes("bootstrap.js")) throw new Error("expected the runner frames here");\nthrow new Error("x");',
+        'Error.prepareStackTrace = (e, cs) => String(e) + cs.map((c) => "\\n    at " + c).join("");\nconst s = new Error("mine").stack;\nif (!s.includes("ts-runner/runner.js")) throw new Error("expected the runner frames here");\nthrow new Error("x");',
         error('Error', 'x', /^Error: x\n {4}at program\.ts:5:7$/)],
       ['prepareStackTrace returning call sites',
         'Error.prepareStackTrace = (e, cs) => cs;\nconst cs = new Error().stack;\nif (typeof cs[0].getLineNumber !== "function") throw new Error("no call sites");\nthrow new Error("x");',
@@ -420,7 +420,7 @@ describe('runner', { concurrency: 4 }, () => {
     cases.forEach(([name, , check], i) => {
       const out = outs[i];
       const done = ok(out);
-      for (const f of out.frames) assert.doesNotMatch(f, /bootstrap/, name);
+      for (const f of out.frames) assert.doesNotMatch(f, /\/ts-runner\//, name);
       try {
         check(done, out);
       } catch (err) {
@@ -506,7 +506,7 @@ describe('runner', { concurrency: 4 }, () => {
       message: 'boom 1',
       stack: 'Error: boom 1\n    at boom (program.ts:8:9)\n    at program.ts:10:1',
     });
-    assert.doesNotMatch(done.error.stack, /bootstrap|node:/);
+    assert.doesNotMatch(done.error.stack, /\/ts-runner\/|node:/);
   });
 
   test('without a source map, positions are those of the program text', async () => {
