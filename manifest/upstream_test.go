@@ -456,7 +456,7 @@ func TestUpstreamHTTPDownThenBack(t *testing.T) {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	var down atomic.Bool
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
+		if down.Load() && r.Method != http.MethodDelete { // ending sessions still works
 			http.Error(w, "gone", http.StatusBadGateway)
 			return
 		}
@@ -600,7 +600,7 @@ func TestUpstreamReconnectIsSpaced(t *testing.T) {
 	var down atomic.Bool
 	var requests atomic.Int32
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
+		if down.Load() && r.Method != http.MethodDelete { // ending sessions still works
 			requests.Add(1)
 			http.Error(w, "down", http.StatusInternalServerError)
 			return
