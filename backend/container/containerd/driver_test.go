@@ -544,3 +544,51 @@ func deadSocket(path string) error {
 	defer syscall.Close(fd)
 	return syscall.Bind(fd, &syscall.SockaddrUnix{Name: path})
 }
+
+// SnapshotterStatus reports the driver's own snapshotter (containerd
+// loads overlayfs here, and other snapshotters it could not load must not
+// answer for it); a snapshotter containerd does not have is NotFound.
+func TestSnapshotterStatus(t *testing.T) {
+	d := driver(t)
+	st, err := d.SnapshotterStatus(context.Background())
+	if err != nil || st != "ok" {
+		t.Fatalf("%s: %q %v", d.Snapshotter(), st, err)
+	}
+	other, err := containerd.New(context.Background(), containerd.Options{Address: d.Address(), Namespace: d.Namespace(), Snapshotter: "nosuch"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if st, err := other.SnapshotterStatus(context.Background()); !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), `"nosuch"`) {
+		t.Fatalf("got %q %v", st, err)
+	}
+}
+
+// Leftovers counts the containers' tasks and snapshots by label: one live
+// container counts one task and one snapshot, then none once removed.
+func TestLeftovers(t *testing.T) {
+	d := driver(t)
+	ctx := context.Background()
+	owner := fmt.Sprintf("ctrd-left-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { checkNothingLeft(t, container.LabelOwner, owner) })
+	tasks, snaps, err := d.Leftovers(ctx, container.LabelOwner, owner)
+	if err != nil || tasks != 0 || snaps != 0 {
+		t.Fatalf("nothing made yet: %d tasks, %d snapshots, %v", tasks, snaps, err)
+	}
+	e := newEnv(t, backend.Python, nil, container.WithPool(1))
+	deadline := time.Now().Add(30 * time.Second)
+	for e.rt.PoolIdle() < 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	tasks, snaps, err = d.Leftovers(ctx, container.LabelOwner, e.owner)
+	if err != nil || tasks != 1 || snaps != 1 {
+		t.Fatalf("a pooled container: %d tasks, %d snapshots, %v", tasks, snaps, err)
+	}
+	if err := e.rt.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tasks, snaps, err = d.Leftovers(ctx, container.LabelOwner, e.owner)
+	if err != nil || tasks != 0 || snaps != 0 {
+		t.Fatalf("after Close: %d tasks, %d snapshots, %v", tasks, snaps, err)
+	}
+}

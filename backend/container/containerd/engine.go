@@ -10,10 +10,12 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	apitasks "github.com/containerd/containerd/api/services/tasks/v1"
 	runcoptions "github.com/containerd/containerd/api/types/runc/options"
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/contrib/seccomp"
@@ -65,7 +67,8 @@ func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
 // SnapshotterStatus reports whether containerd's snapshotter plugin of the
 // driver's snapshotter loaded ("ok"), or why not.
 func (d *Driver) SnapshotterStatus(ctx context.Context) (string, error) {
-	resp, err := d.client.IntrospectionService().Plugins(d.nsCtx(ctx), []string{`type=="io.containerd.snapshotter.v1"`, "id==" + d.sn})
+	// One filter: its terms AND; several filters would OR.
+	resp, err := d.client.IntrospectionService().Plugins(d.nsCtx(ctx), []string{`type=="io.containerd.snapshotter.v1",id==` + strconv.Quote(d.sn)})
 	if err != nil {
 		return "", d.translate(fromGRPC(err))
 	}
@@ -289,6 +292,24 @@ func runtimeName(r containers.RuntimeInfo) string {
 	return o.BinaryName[strings.LastIndexByte(o.BinaryName, '/')+1:]
 }
 
+// Leftovers counts the tasks and snapshots of containers carrying
+// label=value (bench's soak and tests: nothing may be left).
+func (d *Driver) Leftovers(ctx context.Context, label, value string) (tasks, snapshots int, err error) {
+	ctx = d.nsCtx(ctx)
+	filter := "labels." + strconv.Quote(label) + "==" + strconv.Quote(value)
+	list, err := d.ctrs.List(ctx, filter)
+	if err != nil {
+		return 0, 0, d.translate(err)
+	}
+	for _, c := range list {
+		if _, err := d.tasks.Get(ctx, &apitasks.GetRequest{ContainerID: c.ID}); err == nil {
+			tasks++
+		}
+	}
+	err = d.snapshots.Walk(ctx, func(context.Context, snapshotInfo) error { snapshots++; return nil }, filter)
+	return tasks, snapshots, d.translate(fromGRPC(err))
+}
+
 // RuntimeArgs are the arguments each OCI runtime runs with, for doctor.
 func (d *Driver) RuntimeArgs() map[string][]string {
 	out := map[string][]string{}
@@ -320,3 +341,5 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+type snapshotInfo = snapshots.Info
