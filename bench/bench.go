@@ -2,8 +2,10 @@
 // one invocation, so the figures are ratios taken side by side on the same
 // (possibly noisy) machine: cold and warm-pool runs against `docker run
 // --rm` of the same image and a fresh-per-run Node worker_threads baseline,
-// the binding round trip per language, sustained throughput against the
-// daemon's own container churn, and the host process's memory.
+// the binding round trip per language, sustained throughput (warm, and
+// cold with the pool off) against the engine's own container churn, and
+// the host process's memory. Given several drivers (Docker, containerd),
+// it runs every phase on each, in turns, and compares them.
 package bench
 
 import (
@@ -23,7 +25,6 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/backend/container/docker"
 	"github.com/dsh-container/dsh-container/images"
 )
 
@@ -87,28 +88,54 @@ func dist(d []time.Duration) Dist {
 	return Dist{N: len(s), P50: at(0.5), P90: at(0.9), P99: at(0.99)}
 }
 
-// Report is the result of one invocation.
+// Report is the result of one invocation: a DriverReport per driver,
+// in the order given, and the ratios between them.
 type Report struct {
-	Machine   string                `json:"machine"`
-	Languages map[string]LangReport `json:"languages"`
-	// DockerRun is `docker run --rm <ts image> node -e 0`.
-	DockerRun Dist `json:"dockerRun"`
+	Machine string          `json:"machine"`
+	Drivers []*DriverReport `json:"drivers"`
 	// WorkerThreads is a fresh Node worker thread per trivial program on
 	// the host (the in-process substrate this project replaces); zero when
 	// node is not installed.
 	WorkerThreads Dist   `json:"workerThreads"`
 	WorkerNote    string `json:"workerNote,omitempty"`
-	// Churn is the daemon's own container churn rate (create, start, wait,
-	// remove of the same image) with the same clients, per second.
-	ChurnPerSec float64 `json:"daemonChurnPerSec"`
-	// SustainedPerSec is trivial TypeScript runs per second through the
-	// warm-pool runtime with the same clients.
-	SustainedPerSec float64 `json:"sustainedRunsPerSec"`
 	// HostRSSMiB is this process's resident memory after the phases.
 	HostRSSMiB float64 `json:"hostRssMiB"`
 	HeapMiB    float64 `json:"hostHeapMiB"`
-	Soak       *Soak   `json:"soak,omitempty"`
-	Ratios     Ratios  `json:"ratios"`
+	// Containerd compares containerd with Docker when both were measured.
+	Containerd *DriverRatios `json:"containerdOverDocker,omitempty"`
+}
+
+// DriverReport holds one driver's phases.
+type DriverReport struct {
+	Driver    string                `json:"driver"`
+	Languages map[string]LangReport `json:"languages"`
+	// DockerRun is `docker run --rm <ts image> node -e 0` (Docker only).
+	DockerRun Dist `json:"dockerRun"`
+	// ChurnPerSec is the engine's own container churn rate (create,
+	// start, wait, remove of the same image) with the same clients, per
+	// second.
+	ChurnPerSec float64 `json:"engineChurnPerSec"`
+	// SustainedPerSec is trivial TypeScript runs per second through the
+	// warm-pool runtime with the same clients.
+	SustainedPerSec float64 `json:"sustainedRunsPerSec"`
+	// SustainedColdPerSec is the same with the pool off: every run pays
+	// for a fresh container.
+	SustainedColdPerSec float64 `json:"sustainedColdRunsPerSec"`
+	Soak                *Soak   `json:"soak,omitempty"`
+	Ratios              Ratios  `json:"ratios"`
+}
+
+// DriverRatios compare containerd with Docker, from the same invocation.
+type DriverRatios struct {
+	// ColdTS is containerd's cold TypeScript p50 over Docker's (target
+	// ≤ 0.6).
+	ColdTS float64 `json:"coldTsP50"`
+	// SustainedCold is containerd's sustained cold runs/s over Docker's
+	// (target ≥ 1.6).
+	SustainedCold float64 `json:"sustainedColdRunsPerSec"`
+	// WarmTS is containerd's warm-pool TypeScript p50 over Docker's
+	// (target ≤ 1).
+	WarmTS float64 `json:"warmTsP50"`
 }
 
 // LangReport holds one language's phases.
@@ -130,11 +157,28 @@ type Ratios struct {
 
 // Soak is the outcome of many consecutive runs.
 type Soak struct {
-	Runs       int `json:"runs"`
-	Failures   int `json:"failures"`
-	LeftOver   int `json:"containersLeft"`
-	DirsLeft   int `json:"socketDirsLeft"`
-	Goroutines int `json:"goroutineGrowth"`
+	Runs     int `json:"runs"`
+	Failures int `json:"failures"`
+	LeftOver int `json:"containersLeft"`
+	// TasksLeft and SnapshotsLeft are counted where the engine has them
+	// apart from containers (containerd).
+	TasksLeft     int `json:"tasksLeft"`
+	SnapshotsLeft int `json:"snapshotsLeft"`
+	DirsLeft      int `json:"socketDirsLeft"`
+	Goroutines    int `json:"goroutineGrowth"`
+}
+
+// Driver is what the benchmark needs of a driver.
+type Driver interface {
+	container.Driver
+	container.ImageChecker
+	container.Prober
+}
+
+// LeftoverCounter is a driver that counts what carries label=value apart
+// from containers: tasks and snapshots (containerd).
+type LeftoverCounter interface {
+	Leftovers(ctx context.Context, label, value string) (tasks, snapshots int, err error)
 }
 
 const trivialTS, trivialPy = "return 1", "return 1"
@@ -169,10 +213,55 @@ var noop = []backend.BindingNamespace{{Global: "tools", Functions: map[string]ba
 	"noop": func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage("null"), nil },
 }}}
 
-// Run performs every phase against the daemon drv talks to.
-func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
+// Run performs every phase against each driver, in the order given, and
+// compares containerd with Docker when both are there.
+func Run(ctx context.Context, drivers []Driver, o Options) (*Report, error) {
 	o.defaults()
-	rep := &Report{Languages: map[string]LangReport{}, Machine: fmt.Sprintf("%d CPUs, %s/%s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)}
+	rep := &Report{Machine: fmt.Sprintf("%d CPUs, %s/%s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)}
+	for _, drv := range drivers {
+		dr, err := runDriver(ctx, drv, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", drv.Capabilities().Name, err)
+		}
+		rep.Drivers = append(rep.Drivers, dr)
+	}
+
+	rep.WorkerThreads, rep.WorkerNote = workerThreads(ctx, o.Runs)
+	fmt.Fprintf(o.Progress, "node worker_threads fresh-per-run: p50 %.1fms %s\n", rep.WorkerThreads.P50, rep.WorkerNote)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	rep.HeapMiB = float64(ms.HeapAlloc) / (1 << 20)
+	rep.HostRSSMiB = rssMiB()
+
+	byName := map[string]*DriverReport{}
+	for _, dr := range rep.Drivers {
+		ts := dr.Languages[string(backend.TypeScript)]
+		py := dr.Languages[string(backend.Python)]
+		dr.Ratios = Ratios{
+			WarmTSOverWorker:     ratio(ts.Warm.P50, rep.WorkerThreads.P50),
+			ColdTSOverDockerRun:  ratio(ts.Cold.P50, dr.DockerRun.P50),
+			SustainedOverChurn:   ratio(dr.SustainedPerSec, dr.ChurnPerSec),
+			PythonColdOverTSCold: ratio(py.Cold.P50, ts.Cold.P50),
+			PythonWarmOverTSWarm: ratio(py.Warm.P50, ts.Warm.P50),
+		}
+		byName[dr.Driver] = dr
+	}
+	if d, c := byName["docker"], byName["containerd"]; d != nil && c != nil {
+		dts, cts := d.Languages[string(backend.TypeScript)], c.Languages[string(backend.TypeScript)]
+		rep.Containerd = &DriverRatios{
+			ColdTS:        ratio(cts.Cold.P50, dts.Cold.P50),
+			SustainedCold: ratio(c.SustainedColdPerSec, d.SustainedColdPerSec),
+			WarmTS:        ratio(cts.Warm.P50, dts.Warm.P50),
+		}
+	}
+	return rep, nil
+}
+
+// runDriver performs every phase against one driver.
+func runDriver(ctx context.Context, drv Driver, o Options) (*DriverReport, error) {
+	name := drv.Capabilities().Name
+	rep := &DriverReport{Driver: name, Languages: map[string]LangReport{}}
+	progress := prefixWriter{o.Progress, name + ": "}
 	sockDir, err := os.MkdirTemp("", "dshb")
 	if err != nil {
 		return nil, err
@@ -193,11 +282,15 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 		}, opts...)...)
 	}
 	tsTag := images.Runners[0].DefaultTag()
+	dockerRun := name == "docker"
+	if _, err := exec.LookPath("docker"); err != nil {
+		dockerRun = false
+	}
 
 	for _, l := range o.Languages {
 		var lr LangReport
-		// Cold runs, alternated with `docker run --rm` for TypeScript so
-		// both see the same machine state.
+		// Cold runs, alternated with `docker run --rm` for TypeScript on
+		// Docker so both see the same machine state.
 		cold, err := newRT(l)
 		if err != nil {
 			return nil, err
@@ -211,7 +304,7 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 			}
 			coldD = append(coldD, d)
 			startD = append(startD, res.Stats.Startup)
-			if l == backend.TypeScript {
+			if l == backend.TypeScript && dockerRun {
 				t0 := time.Now()
 				if out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", tsTag, "node", "-e", "0").CombinedOutput(); err != nil {
 					cold.Close(ctx)
@@ -225,7 +318,7 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 		if l == backend.TypeScript {
 			rep.DockerRun = dist(dockerD)
 		}
-		fmt.Fprintf(o.Progress, "%s cold: p50 %.1fms (startup p50 %.1fms)\n", l, lr.Cold.P50, lr.ColdStartup.P50)
+		fmt.Fprintf(progress, "%s cold: p50 %.1fms (startup p50 %.1fms)\n", l, lr.Cold.P50, lr.ColdStartup.P50)
 
 		// Warm runs: wait for a full pool before each, so every run is
 		// served warm and no refill competes with it for the CPUs.
@@ -246,7 +339,7 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 			}
 		}
 		lr.Warm = dist(warmD)
-		fmt.Fprintf(o.Progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
+		fmt.Fprintf(progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
 
 		warm.Close(ctx)
 
@@ -270,20 +363,17 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 			calls = append(calls, time.Duration(n))
 		}
 		lr.RoundTrip = dist(calls)
-		fmt.Fprintf(o.Progress, "%s binding round trip: p50 %.3fms p99 %.3fms\n", l, lr.RoundTrip.P50, lr.RoundTrip.P99)
+		fmt.Fprintf(progress, "%s binding round trip: p50 %.3fms p99 %.3fms\n", l, lr.RoundTrip.P50, lr.RoundTrip.P99)
 		rep.Languages[string(l)] = lr
 	}
 
-	rep.WorkerThreads, rep.WorkerNote = workerThreads(ctx, o.Runs)
-	fmt.Fprintf(o.Progress, "node worker_threads fresh-per-run: p50 %.1fms %s\n", rep.WorkerThreads.P50, rep.WorkerNote)
-
-	// Sustained: the daemon's churn rate, then our warm-pool throughput,
-	// with the same number of clients.
+	// Sustained: the engine's churn rate, then our throughput with the
+	// pool on and with it off, with the same clients.
 	rep.ChurnPerSec, err = churn(ctx, drv, tsTag, o.Clients, o.Sustain)
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "daemon churn with %d clients: %.2f containers/s\n", o.Clients, rep.ChurnPerSec)
+	fmt.Fprintf(progress, "engine churn with %d clients: %.2f containers/s\n", o.Clients, rep.ChurnPerSec)
 	sus, err := newRT(backend.TypeScript, container.WithPool(o.Clients))
 	if err != nil {
 		return nil, err
@@ -294,29 +384,24 @@ func Run(ctx context.Context, drv *docker.Driver, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(o.Progress, "sustained with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedPerSec)
+	fmt.Fprintf(progress, "sustained warm with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedPerSec)
+	susCold, err := newRT(backend.TypeScript)
+	if err != nil {
+		return nil, err
+	}
+	rep.SustainedColdPerSec, err = sustained(ctx, susCold, o.Clients, o.Sustain)
+	susCold.Close(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "sustained cold (pool off) with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedColdPerSec)
 
 	if o.Soak > 0 {
 		rep.Soak, err = soak(ctx, drv, newRT, o.Soak, sockDir)
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(o.Progress, "soak: %d runs, %d failures, %d containers and %d socket dirs left\n", rep.Soak.Runs, rep.Soak.Failures, rep.Soak.LeftOver, rep.Soak.DirsLeft)
-	}
-
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	rep.HeapMiB = float64(ms.HeapAlloc) / (1 << 20)
-	rep.HostRSSMiB = rssMiB()
-
-	ts := rep.Languages[string(backend.TypeScript)]
-	py := rep.Languages[string(backend.Python)]
-	rep.Ratios = Ratios{
-		WarmTSOverWorker:     ratio(ts.Warm.P50, rep.WorkerThreads.P50),
-		ColdTSOverDockerRun:  ratio(ts.Cold.P50, rep.DockerRun.P50),
-		SustainedOverChurn:   ratio(rep.SustainedPerSec, rep.ChurnPerSec),
-		PythonColdOverTSCold: ratio(py.Cold.P50, ts.Cold.P50),
-		PythonWarmOverTSWarm: ratio(py.Warm.P50, ts.Warm.P50),
+		fmt.Fprintf(progress, "soak: %d runs, %d failures, %d containers, %d tasks, %d snapshots and %d socket dirs left\n", rep.Soak.Runs, rep.Soak.Failures, rep.Soak.LeftOver, rep.Soak.TasksLeft, rep.Soak.SnapshotsLeft, rep.Soak.DirsLeft)
 	}
 	return rep, nil
 }
@@ -418,9 +503,9 @@ func loop(clients int, d time.Duration, fn func() error) (float64, error) {
 	return float64(n) / time.Since(start).Seconds(), firstErr
 }
 
-// churn measures the daemon's own container churn: create, start, wait
+// churn measures the engine's own container churn: create, start, wait
 // for and remove a container of the same image running node -e 0.
-func churn(ctx context.Context, drv *docker.Driver, image string, clients int, d time.Duration) (float64, error) {
+func churn(ctx context.Context, drv Driver, image string, clients int, d time.Duration) (float64, error) {
 	return loop(clients, d, func() error {
 		return drv.Probe(ctx, image, []string{"node", "-e", "0"}, "")
 	})
@@ -434,9 +519,10 @@ func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.D
 	})
 }
 
-func soak(ctx context.Context, drv *docker.Driver, newRT func(backend.Language, ...container.Option) (*container.Runtime, error), runs int, sockDir string) (*Soak, error) {
+func soak(ctx context.Context, drv Driver, newRT func(backend.Language, ...container.Option) (*container.Runtime, error), runs int, sockDir string) (*Soak, error) {
 	before := runtime.NumGoroutine()
-	rt, err := newRT(backend.TypeScript, container.WithPool(2), container.WithOwner("bench-soak/"+strconv.Itoa(os.Getpid())+"/x"))
+	owner := "bench-soak-" + strconv.Itoa(os.Getpid())
+	rt, err := newRT(backend.TypeScript, container.WithPool(2), container.WithOwner(owner))
 	if err != nil {
 		return nil, err
 	}
@@ -449,11 +535,16 @@ func soak(ctx context.Context, drv *docker.Driver, newRT func(backend.Language, 
 	if err := rt.Close(ctx); err != nil {
 		return nil, err
 	}
-	list, err := drv.List(ctx, container.LabelOwner, "bench-soak/"+strconv.Itoa(os.Getpid())+"/x")
+	list, err := drv.List(ctx, container.LabelOwner, owner)
 	if err != nil {
 		return nil, err
 	}
 	s.LeftOver = len(list)
+	if lc, ok := drv.(LeftoverCounter); ok {
+		if s.TasksLeft, s.SnapshotsLeft, err = lc.Leftovers(ctx, container.LabelOwner, owner); err != nil {
+			return nil, err
+		}
+	}
 	// Socket directories and their owner files: the soak's directory is
 	// its own, so everything in it is a leftover.
 	entries, _ := os.ReadDir(sockDir)
@@ -477,34 +568,82 @@ func rssMiB() float64 {
 	return 0
 }
 
-// Text renders a report as a table.
+// Text renders a report as a table: one column of figures per driver.
 func (r *Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s\n\n", r.Machine)
-	fmt.Fprintf(w, "%-34s %10s %10s %10s %5s\n", "phase", "p50 ms", "p90 ms", "p99 ms", "n")
-	row := func(name string, d Dist) {
-		fmt.Fprintf(w, "%-34s %10.3f %10.3f %10.3f %5d\n", name, d.P50, d.P90, d.P99, d.N)
+	fmt.Fprintf(w, "%-36s", "phase (p50 / p90 / p99 ms)")
+	for _, d := range r.Drivers {
+		fmt.Fprintf(w, " %28s", d.Driver)
+	}
+	fmt.Fprintln(w)
+	row := func(name string, get func(*DriverReport) Dist) {
+		fmt.Fprintf(w, "%-36s", name)
+		for _, d := range r.Drivers {
+			v := get(d)
+			if v.N == 0 {
+				fmt.Fprintf(w, " %28s", "-")
+				continue
+			}
+			fmt.Fprintf(w, " %28s", fmt.Sprintf("%.1f / %.1f / %.1f", v.P50, v.P90, v.P99))
+		}
+		fmt.Fprintln(w)
+	}
+	lang := func(l backend.Language, f func(LangReport) Dist) func(*DriverReport) Dist {
+		return func(d *DriverReport) Dist { return f(d.Languages[string(l)]) }
 	}
 	for _, l := range backend.Languages() {
-		lr, ok := r.Languages[string(l)]
-		if !ok {
+		if _, ok := r.Drivers[0].Languages[string(l)]; !ok {
 			continue
 		}
-		row(string(l)+" cold run", lr.Cold)
-		row(string(l)+"   of which startup", lr.ColdStartup)
-		row(string(l)+" warm-pool run", lr.Warm)
-		row(string(l)+" binding round trip", lr.RoundTrip)
+		row(string(l)+" cold run", lang(l, func(x LangReport) Dist { return x.Cold }))
+		row(string(l)+"   of which startup", lang(l, func(x LangReport) Dist { return x.ColdStartup }))
+		row(string(l)+" warm-pool run", lang(l, func(x LangReport) Dist { return x.Warm }))
+		row(string(l)+" binding round trip", lang(l, func(x LangReport) Dist { return x.RoundTrip }))
 	}
-	row("docker run --rm (same image)", r.DockerRun)
-	row("node worker_threads per run", r.WorkerThreads)
+	row("docker run --rm (same image)", func(d *DriverReport) Dist { return d.DockerRun })
+	rate := func(name string, get func(*DriverReport) float64) {
+		fmt.Fprintf(w, "%-36s", name)
+		for _, d := range r.Drivers {
+			fmt.Fprintf(w, " %28.2f", get(d))
+		}
+		fmt.Fprintln(w)
+	}
+	rate("sustained warm runs/s", func(d *DriverReport) float64 { return d.SustainedPerSec })
+	rate("sustained cold runs/s (pool off)", func(d *DriverReport) float64 { return d.SustainedColdPerSec })
+	rate("engine churn containers/s", func(d *DriverReport) float64 { return d.ChurnPerSec })
+	fmt.Fprintf(w, "\nnode worker_threads per run: p50 %.1f ms", r.WorkerThreads.P50)
 	if r.WorkerNote != "" {
-		fmt.Fprintf(w, "  (%s)\n", r.WorkerNote)
+		fmt.Fprintf(w, " (%s)", r.WorkerNote)
 	}
-	fmt.Fprintf(w, "\nsustained warm runs/s: %.2f   daemon churn containers/s: %.2f\n", r.SustainedPerSec, r.ChurnPerSec)
-	fmt.Fprintf(w, "host RSS: %.1f MiB, heap: %.1f MiB\n", r.HostRSSMiB, r.HeapMiB)
-	if r.Soak != nil {
-		fmt.Fprintf(w, "soak: %d runs, %d failures, %d containers left, %d socket dirs left, goroutine growth %d\n", r.Soak.Runs, r.Soak.Failures, r.Soak.LeftOver, r.Soak.DirsLeft, r.Soak.Goroutines)
+	fmt.Fprintf(w, "\nhost RSS: %.1f MiB, heap: %.1f MiB\n", r.HostRSSMiB, r.HeapMiB)
+	for _, d := range r.Drivers {
+		if s := d.Soak; s != nil {
+			fmt.Fprintf(w, "%s soak: %d runs, %d failures, %d containers, %d tasks, %d snapshots, %d socket dirs left, goroutine growth %d\n", d.Driver, s.Runs, s.Failures, s.LeftOver, s.TasksLeft, s.SnapshotsLeft, s.DirsLeft, s.Goroutines)
+		}
 	}
-	fmt.Fprintf(w, "\nratios: warm TS / worker_threads %.2f (target ≤ 0.5); cold TS / docker run %.2f (target ≤ 1.3); sustained / churn %.2f (target ≥ 0.9)\n",
-		r.Ratios.WarmTSOverWorker, r.Ratios.ColdTSOverDockerRun, r.Ratios.SustainedOverChurn)
-	fmt.Fprintf(w, "        python cold / TS cold %.2f; python warm / TS warm %.2f\n", r.Ratios.PythonColdOverTSCold, r.Ratios.PythonWarmOverTSWarm)
+	fmt.Fprintln(w)
+	for _, d := range r.Drivers {
+		fmt.Fprintf(w, "%s ratios: warm TS / worker_threads %.2f (target ≤ 0.5); sustained warm / churn %.2f (target ≥ 0.9)", d.Driver, d.Ratios.WarmTSOverWorker, d.Ratios.SustainedOverChurn)
+		if d.DockerRun.N > 0 {
+			fmt.Fprintf(w, "; cold TS / docker run %.2f (target ≤ 1.3)", d.Ratios.ColdTSOverDockerRun)
+		}
+		fmt.Fprintf(w, "; python cold / TS cold %.2f; python warm / TS warm %.2f\n", d.Ratios.PythonColdOverTSCold, d.Ratios.PythonWarmOverTSWarm)
+	}
+	if c := r.Containerd; c != nil {
+		fmt.Fprintf(w, "containerd / docker: cold TS p50 %.2f (target ≤ 0.6); sustained cold runs/s %.2f (target ≥ 1.6); warm TS p50 %.2f (target ≤ 1)\n", c.ColdTS, c.SustainedCold, c.WarmTS)
+	}
+}
+
+// prefixWriter prefixes each write (one progress line) with a driver's
+// name.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }

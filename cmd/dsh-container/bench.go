@@ -17,14 +17,16 @@ func newBenchCmd(f *factory) *cobra.Command {
 	var langs []string
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure cold, warm-pool and binding latency against docker run and worker_threads, side by side",
+		Short: "Measure cold, warm-pool and binding latency against docker run and worker_threads, side by side (per driver)",
 		Long: `Measure, in one invocation so the figures are comparable ratios on the same
 machine: cold runs (alternated with "docker run --rm" of the same image),
 warm-pool runs, the binding round trip per language, sustained runs per
 second with N clients against the daemon's own container churn rate with the
 same clients, a fresh-per-run Node worker_threads baseline (when node is on
 the host), and this process's memory. --soak N adds N consecutive runs and
-checks nothing is left behind.`,
+checks nothing is left behind. --driver docker,containerd measures both
+engines in one invocation, in turns, and prints containerd's figures over
+Docker's.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, l := range langs {
@@ -48,16 +50,27 @@ checks nothing is left behind.`,
 	fl.DurationVar(&o.Sustain, "sustain", 10*time.Second, "duration of each sustained phase")
 	fl.IntVar(&o.Soak, "soak", 0, "also run N consecutive warm runs and check nothing is left")
 	fl.StringSliceVar(&langs, "lang", nil, "languages to measure (default: typescript,python)")
+	addDriverFlags(cmd, f)
+	fl.Lookup("driver").Usage = "container engines to measure, side by side: docker, containerd or docker,containerd (default: docker when its socket answers, else containerd)"
 	return cmd
 }
 
 func runBench(ctx context.Context, f *factory, o bench.Options, asJSON bool) error {
-	drv, err := f.connect(ctx)
+	names, err := f.drv.check(true)
 	if err != nil {
 		return err
 	}
-	defer drv.Close()
-	rep, err := bench.Run(ctx, drv, o)
+	var drivers []bench.Driver
+	for _, name := range names {
+		f.drv.name = name
+		drv, err := f.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer drv.Close()
+		drivers = append(drivers, drv)
+	}
+	rep, err := bench.Run(ctx, drivers, o)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/containerd"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/images"
 )
@@ -29,6 +30,7 @@ func newDoctorCmd(f *factory) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&tools, "tools", "", "also start or reach each MCP server of this tool manifest and report it")
+	addDriverFlags(cmd, f)
 	return cmd
 }
 
@@ -45,17 +47,35 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 
 	drv, err := f.connect(ctx)
 	if err != nil {
-		bad("start the Docker daemon or set DOCKER_HOST", "daemon: %v", err)
+		fix := "start the Docker daemon or set DOCKER_HOST; or start containerd and pass --driver containerd"
+		switch names, _ := f.drv.check(false); {
+		case len(names) == 1 && names[0] == driverDocker:
+			fix = "start the Docker daemon or set DOCKER_HOST"
+		case len(names) == 1 && names[0] == driverContainerd:
+			fix = "start containerd (`systemctl start containerd`), or point --containerd-address at a running one (Docker's own: " + containerd.DockerManagedAddress + ")"
+		}
+		bad(fix, "engine: %v", err)
 		return errDoctor
 	}
 	defer drv.Close()
+	ctrd, isCtrd := drv.(*containerd.Driver)
 	info, err := drv.Describe(ctx)
 	if err != nil {
-		bad("check the engine's health (`docker info`)", "engine: %v", err)
+		bad("check the engine's health (`docker info`, or containerd's log)", "engine: %v", err)
 		return errDoctor
 	}
 	ok("%s reachable, API %s", info.Engine, info.API)
 	ok("cgroup version %s, driver %s, storage %s", info.CgroupVersion, info.CgroupDriver, info.Storage)
+	if isCtrd {
+		switch st, err := ctrd.SnapshotterStatus(ctx); {
+		case err != nil:
+			bad("use a containerd with the overlayfs snapshotter (the default on Linux)", "snapshotter %s: %v", ctrd.Snapshotter(), err)
+		case st != "ok":
+			bad("fix the snapshotter in containerd's config (overlayfs needs a kernel with overlay and a backing filesystem that supports it)", "snapshotter %s did not load: %s", ctrd.Snapshotter(), st)
+		default:
+			ok("snapshotter %s loaded", ctrd.Snapshotter())
+		}
+	}
 	if !info.Seccomp {
 		bad("run the engine on a kernel and build with seccomp support", "the engine does not apply seccomp profiles: the syscall filter would not apply")
 	} else {
@@ -71,11 +91,17 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 			bad(`set "runtimeArgs": ["--host-uds=open", "--network=none"] for runsc in /etc/docker/daemon.json and reload the daemon`,
 				"runsc is registered with args %q; the bridge socket needs --host-uds=open and isolation needs --network=none", args)
 		}
+	} else if isCtrd {
+		note("runsc (gVisor) is not installed; --runtime runsc is unavailable (apt-get install runsc: the containerd driver runs it through gVisor's shim when installed, else through the runc shim)")
 	} else {
 		note("runsc (gVisor) is not registered; --runtime runsc is unavailable (apt-get install runsc, then register it in /etc/docker/daemon.json)")
 	}
 	if _, found := info.Runtimes["crun"]; !found {
-		note("crun is not registered; --runtime crun is unavailable")
+		if isCtrd {
+			note("crun is not installed; --runtime crun is unavailable (apt-get install crun)")
+		} else {
+			note("crun is not registered; --runtime crun is unavailable")
+		}
 	}
 
 	if _, crunRegistered := info.Runtimes["crun"]; info.CgroupVersion == "1" {
@@ -93,14 +119,18 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 		bad("check the engine's health", "images: %v", err)
 	}
 	statuses := images.Check(refs, images.Runners)
+	where := ""
+	if isCtrd {
+		where = " in containerd namespace " + ctrd.Namespace()
+	}
 	for _, st := range statuses {
 		switch {
 		case st.Present:
 			ok("%s image %s present and current", st.Image.Language, st.Tag)
 		case len(st.Stale) > 0:
-			bad("run `dsh-container images build` (or `make images`)", "%s image is stale: have %s, need %s", st.Image.Language, strings.Join(st.Stale, ", "), st.Tag)
+			bad("run `"+imagesBuildHint(drv)+"`", "%s image is stale%s: have %s, need %s", st.Image.Language, where, strings.Join(st.Stale, ", "), st.Tag)
 		default:
-			bad("run `dsh-container images build` (or `make images`)", "%s image %s is missing", st.Image.Language, st.Tag)
+			bad("run `"+imagesBuildHint(drv)+"`", "%s image %s is missing%s", st.Image.Language, st.Tag, where)
 		}
 	}
 	// A registered runtime may still be unusable on this host (crun refuses
@@ -112,7 +142,7 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 			}
 			switch err := drv.Probe(ctx, statuses[0].Tag, []string{"node", "-e", "0"}, name); {
 			case err != nil && name == info.DefaultRuntime:
-				bad("fix the daemon's default OCI runtime (see `docker info`)", "the default runtime %s cannot start a container here: %v", name, err)
+				bad("fix the engine's default OCI runtime (`docker info`; for containerd, `runc --version` and containerd's log)", "the default runtime %s cannot start a container here: %v", name, err)
 			case err != nil:
 				note("runtime %s is registered but cannot start a container here, so --runtime %s will fail: %v", name, name, err)
 			default:

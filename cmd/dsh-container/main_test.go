@@ -33,7 +33,7 @@ type result struct {
 func runCLI(t *testing.T, stdin string, mod func(*factory), args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	f := &factory{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, connect: docker.New, imageFor: defaultImageFor}
+	f := &factory{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, connect: dockerConnect, imageFor: defaultImageFor}
 	if mod != nil {
 		mod(f)
 	}
@@ -184,7 +184,7 @@ func TestBadInput(t *testing.T) {
 		{"no program", nil, []string{"run"}, "accepts 1 arg"},
 		{"unknown command", nil, []string{"frob"}, "unknown command"},
 		{"unreachable daemon", func(f *factory) {
-			f.connect = func(ctx context.Context) (*docker.Driver, error) {
+			f.connect = func(ctx context.Context) (engine, error) {
 				old, had := os.LookupEnv("DOCKER_HOST")
 				os.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
 				defer func() {
@@ -194,7 +194,7 @@ func TestBadInput(t *testing.T) {
 						os.Unsetenv("DOCKER_HOST")
 					}
 				}()
-				return docker.New(ctx)
+				return dockerConnect(ctx)
 			}
 		}, []string{"run", prog}, "cannot reach the Docker daemon"},
 		{"sdk without tools", nil, []string{"sdk"}, "--tools FILE is required"},

@@ -108,6 +108,7 @@ stops the MCP servers of --tools.`,
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addDriverFlags(cmd, f)
 	return cmd
 }
 

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container/docker"
 	"github.com/dsh-container/dsh-container/images"
 )
 
@@ -34,8 +33,13 @@ type factory struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	verbose        bool
-	// connect opens the Docker driver; tests may replace it.
-	connect func(ctx context.Context) (*docker.Driver, error)
+	// connect opens the driver the engine flags choose (openDriver);
+	// tests may replace it.
+	connect func(ctx context.Context) (engine, error)
+	// connectAll opens every engine that answers (gc without --driver).
+	connectAll func(ctx context.Context) ([]engine, error)
+	// drv holds --driver, --containerd-address, --containerd-namespace.
+	drv driverFlags
 	// imageFor names the runner image of a language; tests may replace it.
 	imageFor func(lang backend.Language) (string, error)
 }
@@ -97,7 +101,8 @@ host's tools through a generated SDK over a websocket bridge.`,
 
 // Main runs the CLI and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := &factory{stdin: stdin, stdout: stdout, stderr: stderr, connect: docker.New, imageFor: defaultImageFor}
+	f := &factory{stdin: stdin, stdout: stdout, stderr: stderr, imageFor: defaultImageFor}
+	f.connect, f.connectAll = f.openDriver, f.openAll
 	return f.main(args)
 }
 

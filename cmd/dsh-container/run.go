@@ -83,6 +83,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.Int64Var(&opts.Pids, "pids", d.Pids, "limit on processes and threads")
 	fl.StringVar(&opts.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.Seccomp)
+	addDriverFlags(cmd, f)
 	return cmd
 }
 

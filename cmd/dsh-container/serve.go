@@ -107,6 +107,7 @@ once.`,
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addDriverFlags(cmd, f)
 	addServiceFlags(fl, &opts.svc)
 	return cmd
 }
