@@ -12,6 +12,8 @@ import (
 
 	mobyseccomp "github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // The figures doctor and the README quote. A moby upgrade that moves them
@@ -222,7 +224,7 @@ func noCaps() *specs.Spec {
 // resolution (which reads runtime.GOARCH and the running kernel).
 func TestResolveAgreesWithMoby(t *testing.T) {
 	if !slices.Contains(arches, runtime.GOARCH) {
-		t.Skipf("profiles are resolved for %v, not %s", arches, runtime.GOARCH)
+		testenv.Unsupported(t, "profiles are resolved for %v, not %s", arches, runtime.GOARCH)
 	}
 	moby, err := mobyseccomp.GetDefaultProfile(noCaps())
 	if err != nil {
