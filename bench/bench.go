@@ -11,6 +11,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -88,11 +89,15 @@ func dist(d []time.Duration) Dist {
 	return Dist{N: len(s), P50: at(0.5), P90: at(0.9), P99: at(0.99)}
 }
 
-// Report is the result of one invocation: a DriverReport per driver,
-// in the order given, and the ratios between them.
+// Report is the result of one invocation: a DriverReport per target (a
+// driver, or a driver under one OCI runtime), in the order given, and the
+// ratios between them.
 type Report struct {
 	Machine string          `json:"machine"`
 	Drivers []*DriverReport `json:"drivers"`
+	// Skipped names the targets asked for that this host cannot measure,
+	// with the reason (a runtime not registered with the daemon).
+	Skipped []string `json:"skipped,omitempty"`
 	// WorkerThreads is a fresh Node worker thread per trivial program on
 	// the host (the in-process substrate this project replaces); zero when
 	// node is not installed.
@@ -101,13 +106,18 @@ type Report struct {
 	// HostRSSMiB is this process's resident memory after the phases.
 	HostRSSMiB float64 `json:"hostRssMiB"`
 	HeapMiB    float64 `json:"hostHeapMiB"`
-	// Containerd compares containerd with Docker when both were measured.
-	Containerd *DriverRatios `json:"containerdOverDocker,omitempty"`
+	// Comparisons set each target against the first one it differs from
+	// in one thing: containerd over Docker under the same runtime, another
+	// runtime over the first under the same driver.
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 }
 
-// DriverReport holds one driver's phases.
+// DriverReport holds one target's phases.
 type DriverReport struct {
+	// Name is the driver, with "/runtime" when a runtime was asked for.
+	Name      string                `json:"name"`
 	Driver    string                `json:"driver"`
+	Runtime   string                `json:"runtime,omitempty"`
 	Languages map[string]LangReport `json:"languages"`
 	// DockerRun is `docker run --rm <ts image> node -e 0` (Docker only).
 	DockerRun Dist `json:"dockerRun"`
@@ -125,17 +135,24 @@ type DriverReport struct {
 	Ratios              Ratios  `json:"ratios"`
 }
 
-// DriverRatios compare containerd with Docker, from the same invocation.
-type DriverRatios struct {
-	// ColdTS is containerd's cold TypeScript p50 over Docker's (target
-	// ≤ 0.6).
+// Comparison is one target's figures over another's, from the same
+// invocation.
+type Comparison struct {
+	Of   string `json:"of"`
+	Over string `json:"over"`
+	// ColdTS and WarmTS are TypeScript p50 ratios (issue 11's targets for
+	// containerd over Docker: ≤ 0.6 and ≤ 1).
 	ColdTS float64 `json:"coldTsP50"`
-	// SustainedCold is containerd's sustained cold runs/s over Docker's
-	// (target ≥ 1.6).
-	SustainedCold float64 `json:"sustainedColdRunsPerSec"`
-	// WarmTS is containerd's warm-pool TypeScript p50 over Docker's
-	// (target ≤ 1).
 	WarmTS float64 `json:"warmTsP50"`
+	// ColdPy and WarmPy are the same for Python.
+	ColdPy float64 `json:"coldPyP50"`
+	WarmPy float64 `json:"warmPyP50"`
+	// RoundTripTS and RoundTripPy are binding round-trip p50 ratios.
+	RoundTripTS float64 `json:"roundTripTsP50"`
+	RoundTripPy float64 `json:"roundTripPyP50"`
+	// SustainedCold is sustained cold runs/s over the other's (target
+	// for containerd over Docker: ≥ 1.6).
+	SustainedCold float64 `json:"sustainedColdRunsPerSec"`
 }
 
 // LangReport holds one language's phases.
@@ -173,6 +190,20 @@ type Driver interface {
 	container.Driver
 	container.ImageChecker
 	container.Prober
+}
+
+// Target is one column of the report: a driver, and the OCI runtime its
+// containers run under ("" = the driver's default).
+type Target struct {
+	Driver  Driver
+	Runtime string
+}
+
+func (t Target) name() string {
+	if t.Runtime == "" {
+		return t.Driver.Capabilities().Name
+	}
+	return t.Driver.Capabilities().Name + "/" + t.Runtime
 }
 
 // LeftoverCounter is a driver that counts what carries label=value apart
@@ -213,17 +244,41 @@ var noop = []backend.BindingNamespace{{Global: "tools", Functions: map[string]ba
 	"noop": func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage("null"), nil },
 }}}
 
-// Run performs every phase against each driver, in the order given, and
-// compares containerd with Docker when both are there.
-func Run(ctx context.Context, drivers []Driver, o Options) (*Report, error) {
+// Run performs every phase against each target, phase by phase: the
+// cold runs alternate between the targets (and `docker run --rm`), so
+// each sees the same machine state; the other phases run on one target
+// at a time, so no target's pool refill competes with another's runs.
+// Targets whose runtime their driver lacks are skipped and named.
+func Run(ctx context.Context, targets []Target, o Options) (*Report, error) {
 	o.defaults()
 	rep := &Report{Machine: fmt.Sprintf("%d CPUs, %s/%s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)}
-	for _, drv := range drivers {
-		dr, err := runDriver(ctx, drv, o)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", drv.Capabilities().Name, err)
+	var ts []*target
+	for _, t := range targets {
+		caps := t.Driver.Capabilities()
+		if t.Runtime != "" && !slices.Contains(caps.Runtimes, t.Runtime) {
+			why := "not registered with the Docker daemon (`docker info`)"
+			if caps.Name != "docker" {
+				why = "not installed for " + caps.Name
+			}
+			rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: runtime %s is %s", t.name(), t.Runtime, why))
+			fmt.Fprintf(o.Progress, "skipping %s: runtime %s is %s\n", t.name(), t.Runtime, why)
+			continue
 		}
-		rep.Drivers = append(rep.Drivers, dr)
+		tt, err := newTarget(t, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", t.name(), err)
+		}
+		defer tt.close()
+		ts = append(ts, tt)
+	}
+	if len(ts) == 0 {
+		return nil, fmt.Errorf("nothing to measure: %s", strings.Join(rep.Skipped, "; "))
+	}
+	if err := measure(ctx, ts, o); err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		rep.Drivers = append(rep.Drivers, t.rep)
 	}
 
 	rep.WorkerThreads, rep.WorkerNote = workerThreads(ctx, o.Runs)
@@ -233,7 +288,6 @@ func Run(ctx context.Context, drivers []Driver, o Options) (*Report, error) {
 	rep.HeapMiB = float64(ms.HeapAlloc) / (1 << 20)
 	rep.HostRSSMiB = rssMiB()
 
-	byName := map[string]*DriverReport{}
 	for _, dr := range rep.Drivers {
 		ts := dr.Languages[string(backend.TypeScript)]
 		py := dr.Languages[string(backend.Python)]
@@ -244,166 +298,264 @@ func Run(ctx context.Context, drivers []Driver, o Options) (*Report, error) {
 			PythonColdOverTSCold: ratio(py.Cold.P50, ts.Cold.P50),
 			PythonWarmOverTSWarm: ratio(py.Warm.P50, ts.Warm.P50),
 		}
-		byName[dr.Driver] = dr
 	}
-	if d, c := byName["docker"], byName["containerd"]; d != nil && c != nil {
-		dts, cts := d.Languages[string(backend.TypeScript)], c.Languages[string(backend.TypeScript)]
-		rep.Containerd = &DriverRatios{
-			ColdTS:        ratio(cts.Cold.P50, dts.Cold.P50),
-			SustainedCold: ratio(c.SustainedColdPerSec, d.SustainedColdPerSec),
-			WarmTS:        ratio(cts.Warm.P50, dts.Warm.P50),
-		}
-	}
+	rep.Comparisons = compare(rep.Drivers)
 	return rep, nil
 }
 
-// runDriver performs every phase against one driver.
-func runDriver(ctx context.Context, drv Driver, o Options) (*DriverReport, error) {
-	name := drv.Capabilities().Name
-	rep := &DriverReport{Driver: name, Languages: map[string]LangReport{}}
-	progress := prefixWriter{o.Progress, name + ": "}
-	sockDir, err := os.MkdirTemp("", "dshb")
+// compare sets each report against the first earlier one that differs
+// from it in the driver alone or in the runtime alone.
+func compare(drs []*DriverReport) []Comparison {
+	var out []Comparison
+	for i, a := range drs {
+		for _, b := range drs[:i] {
+			if (a.Driver == b.Driver) == (a.Runtime == b.Runtime) {
+				continue
+			}
+			get := func(d *DriverReport, l backend.Language) LangReport { return d.Languages[string(l)] }
+			at, bt := get(a, backend.TypeScript), get(b, backend.TypeScript)
+			ap, bp := get(a, backend.Python), get(b, backend.Python)
+			out = append(out, Comparison{
+				Of: a.Name, Over: b.Name,
+				ColdTS: ratio(at.Cold.P50, bt.Cold.P50), WarmTS: ratio(at.Warm.P50, bt.Warm.P50),
+				ColdPy: ratio(ap.Cold.P50, bp.Cold.P50), WarmPy: ratio(ap.Warm.P50, bp.Warm.P50),
+				RoundTripTS: ratio(at.RoundTrip.P50, bt.RoundTrip.P50), RoundTripPy: ratio(ap.RoundTrip.P50, bp.RoundTrip.P50),
+				SustainedCold: ratio(a.SustainedColdPerSec, b.SustainedColdPerSec),
+			})
+			break
+		}
+	}
+	return out
+}
+
+// target is one target being measured: its driver, its runtime, a
+// private socket directory and its report.
+type target struct {
+	Target
+	rep      *DriverReport
+	sockDir  string
+	progress io.Writer
+}
+
+func newTarget(t Target, o Options) (*target, error) {
+	dir, err := os.MkdirTemp("", "dshb")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(sockDir)
-	limits := container.DefaultLimits()
-	newRT := func(l backend.Language, opts ...container.Option) (*container.Runtime, error) {
-		im, err := images.RunnerFor(l)
-		if err != nil {
-			return nil, err
-		}
-		tag := im.DefaultTag()
-		if ok, err := drv.ImageExists(ctx, tag); err != nil || !ok {
-			return nil, images.ErrMissing(tag)
-		}
-		return container.New(drv, append([]container.Option{
-			container.WithLanguage(l), container.WithImage(tag), container.WithLimits(limits), container.WithSocketDir(sockDir),
-		}, opts...)...)
+	name := t.Driver.Capabilities().Name
+	return &target{
+		Target:   t,
+		rep:      &DriverReport{Name: t.name(), Driver: name, Runtime: t.Runtime, Languages: map[string]LangReport{}},
+		sockDir:  dir,
+		progress: prefixWriter{o.Progress, t.name() + ": "},
+	}, nil
+}
+
+func (t *target) close() { os.RemoveAll(t.sockDir) }
+
+// newRT is a runtime of language l on the target, the default limits,
+// and opts.
+func (t *target) newRT(ctx context.Context, l backend.Language, opts ...container.Option) (*container.Runtime, error) {
+	im, err := images.RunnerFor(l)
+	if err != nil {
+		return nil, err
 	}
-	tsTag := images.Runners[0].DefaultTag()
-	dockerRun := name == "docker"
+	tag := im.DefaultTag()
+	if ok, err := t.Driver.ImageExists(ctx, tag); err != nil {
+		return nil, err
+	} else if !ok {
+		hint := "dsh-container images build"
+		if t.rep.Driver != "docker" {
+			hint += " --driver " + t.rep.Driver
+		}
+		return nil, fmt.Errorf("runner image %s is missing from %s; build it with `%s`", tag, t.rep.Driver, hint)
+	}
+	return container.New(t.Driver, append([]container.Option{
+		container.WithLanguage(l), container.WithImage(tag), container.WithLimits(container.DefaultLimits()),
+		container.WithSocketDir(t.sockDir), container.WithOCIRuntime(t.Runtime),
+	}, opts...)...)
+}
+
+// dockerRunArgs is `docker run --rm` of the TypeScript image under the
+// target's runtime, for a Docker target; nil otherwise.
+func (t *target) dockerRunArgs() []string {
+	if t.rep.Driver != "docker" {
+		return nil
+	}
 	if _, err := exec.LookPath("docker"); err != nil {
-		dockerRun = false
+		return nil
 	}
+	args := []string{"run", "--rm", "--network", "none"}
+	if t.Runtime != "" {
+		args = append(args, "--runtime", t.Runtime)
+	}
+	return append(args, images.Runners[0].DefaultTag(), "node", "-e", "0")
+}
 
+// measure runs the phases over the targets.
+func measure(ctx context.Context, ts []*target, o Options) error {
 	for _, l := range o.Languages {
-		var lr LangReport
-		// Cold runs, alternated with `docker run --rm` for TypeScript on
-		// Docker so both see the same machine state.
-		cold, err := newRT(l)
-		if err != nil {
-			return nil, err
+		if err := coldPhase(ctx, ts, l, o); err != nil {
+			return err
 		}
-		var coldD, startD, dockerD []time.Duration
-		for i := 0; i < o.Runs; i++ {
-			d, res, err := timeRun(ctx, cold, trivial(l), nil)
-			if err != nil {
-				cold.Close(ctx)
-				return nil, err
+		for _, t := range ts {
+			if err := t.warmAndRoundTrip(ctx, l, o); err != nil {
+				return fmt.Errorf("%s: %w", t.rep.Name, err)
 			}
-			coldD = append(coldD, d)
-			startD = append(startD, res.Stats.Startup)
-			if l == backend.TypeScript && dockerRun {
+		}
+	}
+	for _, t := range ts {
+		if err := t.sustained(ctx, o); err != nil {
+			return fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+	}
+	for _, t := range ts {
+		if o.Soak == 0 {
+			break
+		}
+		s, err := soak(ctx, t, o.Soak)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+		t.rep.Soak = s
+		fmt.Fprintf(t.progress, "soak: %d runs, %d failures, %d containers, %d tasks, %d snapshots and %d socket dirs left\n", s.Runs, s.Failures, s.LeftOver, s.TasksLeft, s.SnapshotsLeft, s.DirsLeft)
+	}
+	return nil
+}
+
+// coldPhase times o.Runs cold runs of language l on every target, in
+// turns, each TypeScript run on Docker followed by `docker run --rm` of
+// the same image.
+func coldPhase(ctx context.Context, ts []*target, l backend.Language, o Options) error {
+	rts := make([]*container.Runtime, len(ts))
+	defer func() {
+		for _, rt := range rts {
+			if rt != nil {
+				rt.Close(ctx)
+			}
+		}
+	}()
+	for i, t := range ts {
+		rt, err := t.newRT(ctx, l)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.rep.Name, err)
+		}
+		rts[i] = rt
+	}
+	coldD := make([][]time.Duration, len(ts))
+	startD := make([][]time.Duration, len(ts))
+	dockerD := make([][]time.Duration, len(ts))
+	for n := 0; n < o.Runs; n++ {
+		for i, t := range ts {
+			d, res, err := timeRun(ctx, rts[i], trivial(l), nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.rep.Name, err)
+			}
+			coldD[i] = append(coldD[i], d)
+			startD[i] = append(startD[i], res.Stats.Startup)
+			if args := t.dockerRunArgs(); l == backend.TypeScript && args != nil {
 				t0 := time.Now()
-				if out, err := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none", tsTag, "node", "-e", "0").CombinedOutput(); err != nil {
-					cold.Close(ctx)
-					return nil, fmt.Errorf("docker run: %v: %s", err, out)
+				if out, err := exec.CommandContext(ctx, "docker", args...).CombinedOutput(); err != nil {
+					return fmt.Errorf("docker %s: %v: %s", strings.Join(args, " "), err, out)
 				}
-				dockerD = append(dockerD, time.Since(t0))
+				dockerD[i] = append(dockerD[i], time.Since(t0))
 			}
 		}
-		cold.Close(ctx)
-		lr.Cold, lr.ColdStartup = dist(coldD), dist(startD)
+	}
+	for i, t := range ts {
+		lr := t.rep.Languages[string(l)]
+		lr.Cold, lr.ColdStartup = dist(coldD[i]), dist(startD[i])
+		t.rep.Languages[string(l)] = lr
 		if l == backend.TypeScript {
-			rep.DockerRun = dist(dockerD)
+			t.rep.DockerRun = dist(dockerD[i])
 		}
-		fmt.Fprintf(progress, "%s cold: p50 %.1fms (startup p50 %.1fms)\n", l, lr.Cold.P50, lr.ColdStartup.P50)
-
-		// Warm runs: wait for a full pool before each, so every run is
-		// served warm and no refill competes with it for the CPUs.
-		warm, err := newRT(l, container.WithPool(2))
-		if err != nil {
-			return nil, err
-		}
-		var warmD []time.Duration
-		for i := 0; i < o.Runs; i++ {
-			waitIdle(warm, 2, 10*time.Second)
-			d, res, err := timeRun(ctx, warm, trivial(l), nil)
-			if err != nil {
-				warm.Close(ctx)
-				return nil, err
-			}
-			if res.Stats.Warm {
-				warmD = append(warmD, d)
-			}
-		}
-		lr.Warm = dist(warmD)
-		fmt.Fprintf(progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
-
-		warm.Close(ctx)
-
-		// Binding round trip, timed inside the program around each await,
-		// on a runtime without a pool so no refill competes with it.
-		rtt, err := newRT(l)
-		if err != nil {
-			return nil, err
-		}
-		_, res, err := timeRun(ctx, rtt, roundTripProgram(l, o.Calls), noop)
-		rtt.Close(ctx)
-		if err != nil {
-			return nil, err
-		}
-		var ns []int64
-		if err := json.Unmarshal(res.Value, &ns); err != nil {
-			return nil, fmt.Errorf("round-trip program returned %s: %w", res.Value, err)
-		}
-		var calls []time.Duration
-		for _, n := range ns[len(ns)/10:] { // drop warm-up
-			calls = append(calls, time.Duration(n))
-		}
-		lr.RoundTrip = dist(calls)
-		fmt.Fprintf(progress, "%s binding round trip: p50 %.3fms p99 %.3fms\n", l, lr.RoundTrip.P50, lr.RoundTrip.P99)
-		rep.Languages[string(l)] = lr
+		fmt.Fprintf(t.progress, "%s cold: p50 %.1fms (startup p50 %.1fms)\n", l, lr.Cold.P50, lr.ColdStartup.P50)
 	}
+	return nil
+}
 
-	// Sustained: the engine's churn rate, then our throughput with the
-	// pool on and with it off, with the same clients.
-	rep.ChurnPerSec, err = churn(ctx, drv, tsTag, o.Clients, o.Sustain)
+// warmAndRoundTrip times warm-pool runs and the binding round trip of
+// language l on the target.
+func (t *target) warmAndRoundTrip(ctx context.Context, l backend.Language, o Options) error {
+	lr := t.rep.Languages[string(l)]
+	// Warm runs: wait for a full pool before each, so every run is served
+	// warm and no refill competes with it for the CPUs.
+	warm, err := t.newRT(ctx, l, container.WithPool(2))
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fmt.Fprintf(progress, "engine churn with %d clients: %.2f containers/s\n", o.Clients, rep.ChurnPerSec)
-	sus, err := newRT(backend.TypeScript, container.WithPool(o.Clients))
+	var warmD []time.Duration
+	for i := 0; i < o.Runs; i++ {
+		waitIdle(warm, 2, 10*time.Second)
+		d, res, err := timeRun(ctx, warm, trivial(l), nil)
+		if err != nil {
+			warm.Close(ctx)
+			return err
+		}
+		if res.Stats.Warm {
+			warmD = append(warmD, d)
+		}
+	}
+	warm.Close(ctx)
+	lr.Warm = dist(warmD)
+	fmt.Fprintf(t.progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
+
+	// Binding round trip, timed inside the program around each await, on
+	// a runtime without a pool so no refill competes with it.
+	rtt, err := t.newRT(ctx, l)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	_, res, err := timeRun(ctx, rtt, roundTripProgram(l, o.Calls), noop)
+	rtt.Close(ctx)
+	if err != nil {
+		return err
+	}
+	var ns []int64
+	if err := json.Unmarshal(res.Value, &ns); err != nil {
+		return fmt.Errorf("round-trip program returned %s: %w", res.Value, err)
+	}
+	var calls []time.Duration
+	for _, n := range ns[len(ns)/10:] { // drop warm-up
+		calls = append(calls, time.Duration(n))
+	}
+	lr.RoundTrip = dist(calls)
+	fmt.Fprintf(t.progress, "%s binding round trip: p50 %.3fms p99 %.3fms\n", l, lr.RoundTrip.P50, lr.RoundTrip.P99)
+	t.rep.Languages[string(l)] = lr
+	return nil
+}
+
+// sustained measures the engine's churn rate, then our throughput with
+// the pool on and with it off, with the same clients.
+func (t *target) sustained(ctx context.Context, o Options) error {
+	var err error
+	rep := t.rep
+	if rep.ChurnPerSec, err = churn(ctx, t.Driver, images.Runners[0].DefaultTag(), t.Runtime, o.Clients, o.Sustain); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.progress, "engine churn with %d clients: %.2f containers/s\n", o.Clients, rep.ChurnPerSec)
+	sus, err := t.newRT(ctx, backend.TypeScript, container.WithPool(o.Clients))
+	if err != nil {
+		return err
 	}
 	waitIdle(sus, o.Clients, 20*time.Second)
 	rep.SustainedPerSec, err = sustained(ctx, sus, o.Clients, o.Sustain)
 	sus.Close(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fmt.Fprintf(progress, "sustained warm with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedPerSec)
-	susCold, err := newRT(backend.TypeScript)
+	fmt.Fprintf(t.progress, "sustained warm with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedPerSec)
+	susCold, err := t.newRT(ctx, backend.TypeScript)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	rep.SustainedColdPerSec, err = sustained(ctx, susCold, o.Clients, o.Sustain)
 	susCold.Close(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	fmt.Fprintf(progress, "sustained cold (pool off) with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedColdPerSec)
-
-	if o.Soak > 0 {
-		rep.Soak, err = soak(ctx, drv, newRT, o.Soak, sockDir)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(progress, "soak: %d runs, %d failures, %d containers, %d tasks, %d snapshots and %d socket dirs left\n", rep.Soak.Runs, rep.Soak.Failures, rep.Soak.LeftOver, rep.Soak.TasksLeft, rep.Soak.SnapshotsLeft, rep.Soak.DirsLeft)
-	}
-	return rep, nil
+	fmt.Fprintf(t.progress, "sustained cold (pool off) with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedColdPerSec)
+	return nil
 }
 
 func ratio(a, b float64) float64 {
@@ -505,9 +657,9 @@ func loop(clients int, d time.Duration, fn func() error) (float64, error) {
 
 // churn measures the engine's own container churn: create, start, wait
 // for and remove a container of the same image running node -e 0.
-func churn(ctx context.Context, drv Driver, image string, clients int, d time.Duration) (float64, error) {
+func churn(ctx context.Context, drv Driver, image, runtime string, clients int, d time.Duration) (float64, error) {
 	return loop(clients, d, func() error {
-		return drv.Probe(ctx, image, []string{"node", "-e", "0"}, "")
+		return drv.Probe(ctx, image, []string{"node", "-e", "0"}, runtime)
 	})
 }
 
@@ -519,35 +671,43 @@ func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.D
 	})
 }
 
-func soak(ctx context.Context, drv Driver, newRT func(backend.Language, ...container.Option) (*container.Runtime, error), runs int, sockDir string) (*Soak, error) {
+// soak runs n consecutive warm runs with a binding on the target under an
+// owner of its own, then counts what is left of that owner: containers,
+// tasks and snapshots (where the engine has them apart), socket
+// directories, goroutines.
+func soak(ctx context.Context, t *target, n int) (*Soak, error) {
 	before := runtime.NumGoroutine()
-	owner := "bench-soak-" + strconv.Itoa(os.Getpid())
-	rt, err := newRT(backend.TypeScript, container.WithPool(2), container.WithOwner(owner))
+	owner := fmt.Sprintf("bench-soak-%d-%s", os.Getpid(), strconv.FormatInt(time.Now().UnixNano(), 36))
+	rt, err := t.newRT(ctx, backend.TypeScript, container.WithPool(2), container.WithOwner(owner))
 	if err != nil {
 		return nil, err
 	}
-	s := &Soak{Runs: runs}
-	for i := 0; i < runs; i++ {
+	s := &Soak{Runs: n}
+	for i := 0; i < n; i++ {
 		if _, _, err := timeRun(ctx, rt, trivialTS, noop); err != nil {
 			s.Failures++
+			if s.Failures <= 3 {
+				fmt.Fprintf(t.progress, "soak run %d failed: %v\n", i, err)
+			}
 		}
 	}
 	if err := rt.Close(ctx); err != nil {
 		return nil, err
 	}
-	list, err := drv.List(ctx, container.LabelOwner, owner)
+	list, err := t.Driver.List(ctx, container.LabelOwner, owner)
 	if err != nil {
 		return nil, err
 	}
 	s.LeftOver = len(list)
-	if lc, ok := drv.(LeftoverCounter); ok {
+	if lc, ok := t.Driver.(LeftoverCounter); ok {
 		if s.TasksLeft, s.SnapshotsLeft, err = lc.Leftovers(ctx, container.LabelOwner, owner); err != nil {
 			return nil, err
 		}
 	}
-	// Socket directories and their owner files: the soak's directory is
-	// its own, so everything in it is a leftover.
-	entries, _ := os.ReadDir(sockDir)
+	// Socket directories and their owner files: the target's directory
+	// is its own, and every runtime on it is closed, so everything in it
+	// is a leftover.
+	entries, _ := os.ReadDir(t.sockDir)
 	s.DirsLeft = len(entries)
 	time.Sleep(100 * time.Millisecond)
 	s.Goroutines = runtime.NumGoroutine() - before
@@ -573,7 +733,7 @@ func (r *Report) Text(w io.Writer) {
 	fmt.Fprintf(w, "machine: %s\n\n", r.Machine)
 	fmt.Fprintf(w, "%-36s", "phase (p50 / p90 / p99 ms)")
 	for _, d := range r.Drivers {
-		fmt.Fprintf(w, " %28s", d.Driver)
+		fmt.Fprintf(w, " %28s", d.Name)
 	}
 	fmt.Fprintln(w)
 	row := func(name string, get func(*DriverReport) Dist) {
@@ -623,15 +783,48 @@ func (r *Report) Text(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	for _, d := range r.Drivers {
-		fmt.Fprintf(w, "%s ratios: warm TS / worker_threads %.2f (target ≤ 0.5); sustained warm / churn %.2f (target ≥ 0.9)", d.Driver, d.Ratios.WarmTSOverWorker, d.Ratios.SustainedOverChurn)
+		fmt.Fprintf(w, "%s ratios: warm TS / worker_threads %.2f (target ≤ 0.5); sustained warm / churn %.2f (target ≥ 0.9)", d.Name, d.Ratios.WarmTSOverWorker, d.Ratios.SustainedOverChurn)
 		if d.DockerRun.N > 0 {
 			fmt.Fprintf(w, "; cold TS / docker run %.2f (target ≤ 1.3)", d.Ratios.ColdTSOverDockerRun)
 		}
 		fmt.Fprintf(w, "; python cold / TS cold %.2f; python warm / TS warm %.2f\n", d.Ratios.PythonColdOverTSCold, d.Ratios.PythonWarmOverTSWarm)
 	}
-	if c := r.Containerd; c != nil {
-		fmt.Fprintf(w, "containerd / docker: cold TS p50 %.2f (target ≤ 0.6); sustained cold runs/s %.2f (target ≥ 1.6); warm TS p50 %.2f (target ≤ 1)\n", c.ColdTS, c.SustainedCold, c.WarmTS)
+	for _, c := range r.Comparisons {
+		fmt.Fprintf(w, "%s / %s: cold p50 TS %.2f, Python %.2f; warm p50 TS %.2f, Python %.2f; round trip p50 TS %.2f, Python %.2f; sustained cold runs/s %.2f\n",
+			c.Of, c.Over, c.ColdTS, c.ColdPy, c.WarmTS, c.WarmPy, c.RoundTripTS, c.RoundTripPy, c.SustainedCold)
+		if strings.HasPrefix(c.Of, "containerd") && strings.HasPrefix(c.Over, "docker") {
+			fmt.Fprintf(w, "  issue 11's targets: cold TS ≤ 0.6 (%s), sustained cold ≥ 1.6 (%s), warm TS ≤ 1 (%s)\n",
+				verdict(c.ColdTS <= 0.6), verdict(c.SustainedCold >= 1.6), verdict(c.WarmTS <= 1))
+		}
 	}
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "skipped %s\n", s)
+	}
+}
+
+// SoakErr is an error naming each target whose soak failed a run or left
+// anything behind; nil when every soak was clean (or none ran).
+func (r *Report) SoakErr() error {
+	var bad []string
+	for _, d := range r.Drivers {
+		if s := d.Soak; s != nil && (s.Failures > 0 || s.LeftOver > 0 || s.TasksLeft > 0 || s.SnapshotsLeft > 0 || s.DirsLeft > 0) {
+			bad = append(bad, fmt.Sprintf("%s: %d of %d runs failed; left %d containers, %d tasks, %d snapshots, %d socket dirs", d.Name, s.Failures, s.Runs, s.LeftOver, s.TasksLeft, s.SnapshotsLeft, s.DirsLeft))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: soak: %s", errSoak, strings.Join(bad, "; "))
+}
+
+// errSoak marks a soak that failed.
+var errSoak = errors.New("the soak failed")
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
 }
 
 // prefixWriter prefixes each write (one progress line) with a driver's

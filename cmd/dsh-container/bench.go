@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,7 +16,7 @@ import (
 func newBenchCmd(f *factory) *cobra.Command {
 	var o bench.Options
 	var asJSON bool
-	var langs []string
+	var langs, runtimes []string
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure cold, warm-pool and binding latency against docker run and worker_threads, side by side (per driver)",
@@ -24,9 +26,13 @@ warm-pool runs, the binding round trip per language, sustained runs per
 second with N clients against the daemon's own container churn rate with the
 same clients, a fresh-per-run Node worker_threads baseline (when node is on
 the host), and this process's memory. --soak N adds N consecutive runs and
-checks nothing is left behind. --driver docker,containerd measures both
-engines in one invocation, in turns, and prints containerd's figures over
-Docker's.`,
+checks nothing is left behind: any failure or leftover makes bench exit 1.
+
+--driver docker,containerd and --runtime runc,runsc measure every
+combination in one invocation: the cold runs alternate between them, the
+other phases take turns, and the report sets containerd's figures over
+Docker's and each runtime's over the first one's. A runtime the engine
+lacks (runsc not registered with the Docker daemon) is skipped and named.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, l := range langs {
@@ -39,7 +45,12 @@ Docker's.`,
 			if !asJSON {
 				o.Progress = f.stderr
 			}
-			return runBench(cmd.Context(), f, o, asJSON)
+			for _, r := range runtimes {
+				if strings.TrimSpace(r) == "" {
+					return usagef("--runtime %q: an empty name in the list", strings.Join(runtimes, ","))
+				}
+			}
+			return runBench(cmd.Context(), f, o, runtimes, asJSON)
 		},
 	}
 	fl := cmd.Flags()
@@ -51,16 +62,20 @@ Docker's.`,
 	fl.IntVar(&o.Soak, "soak", 0, "also run N consecutive warm runs and check nothing is left")
 	fl.StringSliceVar(&langs, "lang", nil, "languages to measure (default: typescript,python)")
 	addDriverFlags(cmd, f)
+	fl.StringSliceVar(&runtimes, "runtime", nil, "OCI runtimes to measure, side by side, e.g. runc,runsc (default: each engine's default)")
 	fl.Lookup("driver").Usage = "container engines to measure, side by side: docker, containerd or docker,containerd (default: docker when its socket answers, else containerd)"
 	return cmd
 }
 
-func runBench(ctx context.Context, f *factory, o bench.Options, asJSON bool) error {
+func runBench(ctx context.Context, f *factory, o bench.Options, runtimes []string, asJSON bool) error {
 	names, err := f.drv.check(true)
 	if err != nil {
 		return err
 	}
-	var drivers []bench.Driver
+	if len(runtimes) == 0 {
+		runtimes = []string{""}
+	}
+	var targets []bench.Target
 	for _, name := range names {
 		f.drv.name = name
 		drv, err := f.connect(ctx)
@@ -68,17 +83,26 @@ func runBench(ctx context.Context, f *factory, o bench.Options, asJSON bool) err
 			return err
 		}
 		defer drv.Close()
-		drivers = append(drivers, drv)
+		for _, r := range runtimes {
+			targets = append(targets, bench.Target{Driver: drv, Runtime: strings.TrimSpace(r)})
+		}
 	}
-	rep, err := bench.Run(ctx, drivers, o)
+	rep, err := bench.Run(ctx, targets, o)
 	if err != nil {
 		return err
 	}
 	if asJSON {
 		enc := json.NewEncoder(f.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		rep.Text(f.stdout)
 	}
-	rep.Text(f.stdout)
+	if err := rep.SoakErr(); err != nil {
+		fmt.Fprintf(f.stderr, "dsh-container: %v\n", err)
+		return errProgramFailed // exit 1: the measurement ran, and found a fault
+	}
 	return nil
 }
