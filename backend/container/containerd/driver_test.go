@@ -592,3 +592,28 @@ func TestLeftovers(t *testing.T) {
 		t.Fatalf("after Close: %d tasks, %d snapshots, %v", tasks, snaps, err)
 	}
 }
+
+// A state directory others can write to is refused: containerd runs the
+// runsc wrapper in it as root.
+func TestStateDirMustBePrivate(t *testing.T) {
+	d := driver(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := containerd.New(context.Background(), containerd.Options{Address: d.Address(), StateDir: dir})
+	if !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("a world-writable state directory: got %v", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ok, err := containerd.New(context.Background(), containerd.Options{Address: d.Address(), StateDir: dir})
+	if err != nil {
+		t.Fatalf("a private state directory: %v", err)
+	}
+	ok.Close()
+}
