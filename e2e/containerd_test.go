@@ -15,6 +15,7 @@ import (
 	containerdclient "github.com/containerd/containerd"
 	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/errdefs"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
@@ -106,12 +107,55 @@ func (d ctrdLiar) Create(ctx context.Context, s container.Spec) (string, error) 
 	return d.Driver.Create(ctx, s)
 }
 
+// refusedLies are the lies the containerd driver cannot carry out at all:
+// it has no capability set to grant and no network to attach, so it fails
+// closed at Create (errdefs.NotImplemented naming the field) and no
+// container exists to inspect.
+var refusedLies = map[string]string{"keeps capabilities": "CapDropAll=false", "a network": "NetworkDisabled=false"}
+
 // TestContainerdLyingDriver: the suite catches a containerd driver that
-// drops a hardening setting, from containerd's own stored spec.
+// drops a hardening setting, from containerd's own stored spec; the two
+// settings the driver refuses to drop fail closed, naming the field, and
+// leave nothing.
 func TestContainerdLyingDriver(t *testing.T) {
 	cfg := containerdConfig(t)
 	d := containerdDriver(t)
-	containertest.RunLies(t, cfg, func(lie func(*container.Spec)) container.Driver { return ctrdLiar{d, lie} }, containertest.Lies())
+	var inspected []containertest.Lie
+	for _, l := range containertest.Lies() {
+		if _, ok := refusedLies[l.Name]; !ok {
+			inspected = append(inspected, l)
+		}
+	}
+	if len(inspected) != len(containertest.Lies())-len(refusedLies) {
+		t.Fatalf("containertest.Lies() no longer has every refused lie %v", refusedLies)
+	}
+	containertest.RunLies(t, cfg, func(lie func(*container.Spec)) container.Driver { return ctrdLiar{d, lie} }, inspected)
+	for _, l := range containertest.Lies() {
+		field, ok := refusedLies[l.Name]
+		if !ok {
+			continue
+		}
+		t.Run(l.Name, func(t *testing.T) {
+			owner := fmt.Sprintf("e2e-refused-%d-%d", os.Getpid(), time.Now().UnixNano())
+			rt, err := container.New(ctrdLiar{d, l.Apply}, container.WithLanguage(backend.TypeScript), container.WithImage(cfg.Images[backend.TypeScript]),
+				container.WithSocketDir(t.TempDir()), container.WithOwner(owner), container.WithLogger(testLogger(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = rt.Run(context.Background(), backend.RunRequest{Program: "return 1"})
+			rt.Close(context.Background())
+			if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), field) {
+				t.Fatalf("got %v, want NotImplemented naming %s", err, field)
+			}
+			t.Logf("LIE containerd typescript %q refused: %v", l.Name, err)
+			if left, err := d.List(context.Background(), container.LabelOwner, owner); err != nil || len(left) != 0 {
+				t.Errorf("left: %v %v", left, err)
+			}
+			if tasks, snaps, err := d.Leftovers(context.Background(), container.LabelOwner, owner); err != nil || tasks+snaps != 0 {
+				t.Errorf("left %d tasks, %d snapshots: %v", tasks, snaps, err)
+			}
+		})
+	}
 }
 
 // cliRun runs the CLI binary and returns its exit status and output.
