@@ -225,9 +225,9 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 	if req.Limits != nil {
 		start["limits"] = req.Limits
 	}
-	if err := s.write(start); err != nil {
-		return nil, fmt.Errorf("dsh-container: sending the start frame: %w", err)
-	}
+	// A daemon that refuses at once (401) may have closed before the start
+	// frame arrives: its refused frame is still to be read.
+	startErr := s.write(start)
 
 	// Abort on ctx: an abort frame once accepted; before it, closing the
 	// connection is enough (nothing ran).
@@ -255,6 +255,9 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 			}
 			if accepted {
 				return nil, fmt.Errorf("%w: %v", ErrConnectionLost, err)
+			}
+			if startErr != nil {
+				return nil, fmt.Errorf("dsh-container: sending the start frame: %w", startErr)
 			}
 			return nil, fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)
 		}

@@ -256,7 +256,7 @@ func TestSessionClientToolsE2E(t *testing.T) {
 			}}
 			lookup := client.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
 				OutputSchema: json.RawMessage(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"integer"}}}}`),
-				Func: func(context.Context, json.RawMessage) (any, error) { return map[string]any{"rows": []int{1, 2}}, nil }}
+				Func:         func(context.Context, json.RawMessage) (any, error) { return map[string]any{"rows": []int{1, 2}}, nil }}
 			rep, err := s.client("").Run(context.Background(), client.Request{Language: lang, Code: code, ID: "s-" + lang},
 				[]client.Tool{seen, greetTool, fail, lookup}, client.Handlers{
 					Log: func(e client.LogEntry) {
@@ -584,8 +584,11 @@ func TestTLSAndMTLSE2E(t *testing.T) {
 	if !errors.As(err, &rf) || rf.Status != 401 {
 		t.Fatalf("session without a client certificate: %v", err)
 	}
-	// A certificate of another CA fails the handshake.
-	stranger := &client.Client{URL: s.url, TLS: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{strangerCert}}}
+	// A certificate of another CA, sent although the server asks for its
+	// own CA's, fails the handshake.
+	stranger := &client.Client{URL: s.url, TLS: &tls.Config{RootCAs: roots, GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+		return &strangerCert, nil
+	}}}
 	if _, err := stranger.Run(context.Background(), client.Request{Language: "python", Code: "return 1"}, nil, client.Handlers{}); err == nil || errors.As(err, &rf) {
 		t.Fatalf("a stranger's certificate: %v", err)
 	}

@@ -1,0 +1,180 @@
+"""Tests of the Python client.
+
+Without a daemon: the protocol's daemon-to-client vectors, and the retry
+rules against a scripted websocket server. With DSH_URL (and DSH_TOKEN
+for a daemon with --auth): sessions against the real daemon; e2e's
+TestPythonClient runs this file that way, on the host's CPython and in
+the runner image.
+"""
+
+import asyncio
+import json
+import os
+import sys
+import threading
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import websockets  # noqa: E402
+
+from dsh_container import Client, ConnectionLostError, FrameError, RefusedError, Tool, decode_frame  # noqa: E402
+
+VECTORS = os.environ.get("DSH_VECTORS", os.path.join(HERE, "..", "..", "..", "server", "testdata", "session", "vectors.json"))
+URL = os.environ.get("DSH_URL")
+TOKEN = os.environ.get("DSH_TOKEN")
+
+
+class Vectors(unittest.TestCase):
+    def test_daemon_to_client(self):
+        with open(VECTORS) as f:
+            file = json.load(f)
+        self.assertEqual(file["protocol"], 1)
+        n = 0
+        for v in file["vectors"]:
+            if v["direction"] != "daemon-to-client":
+                continue
+            n += 1
+            with self.subTest(v["name"]):
+                if v["valid"]:
+                    decode_frame(v["frame"])
+                else:
+                    with self.assertRaises(FrameError) as cm:
+                        decode_frame(v["frame"])
+                    self.assertEqual(cm.exception.code, v["code"])
+        self.assertGreaterEqual(n, 20)
+
+
+class Scripted:
+    """A websocket server on loopback answering each connection with the
+    next script: a list of frames to send after the start frame."""
+
+    def __init__(self, scripts):
+        self.scripts = list(scripts)
+        self.connections = 0
+
+    async def handler(self, ws, path=None):
+        self.connections += 1
+        await ws.recv()  # start
+        for frame in self.scripts.pop(0):
+            await ws.send(json.dumps(frame))
+
+    async def __aenter__(self):
+        self.server = await websockets.serve(self.handler, "127.0.0.1", 0)
+        port = list(self.server.sockets)[0].getsockname()[1]
+        self.url = "http://127.0.0.1:%d" % port
+        return self
+
+    async def __aexit__(self, *exc):
+        self.server.close()
+        await self.server.wait_closed()
+
+
+REPORT = {"id": "x", "value": 1, "valueKind": "json", "logs": [], "error": None, "logsTruncated": False,
+          "valueTruncated": False, "stats": {"wallMs": 1, "cpuMs": 1, "startupMs": 0, "calls": 0}, "events": []}
+
+
+class Retries(unittest.TestCase):
+    def test_429_retried_after_retry_after(self):
+        async def go():
+            busy = [{"type": "refused", "status": 429, "error": "busy", "retryAfterMs": 50}]
+            async with Scripted([busy, busy, [{"type": "accepted", "id": "x"}, {"type": "done", "report": REPORT}]]) as srv:
+                rep = await Client(srv.url).run_async("python", "return 1")
+                return rep, srv.connections
+        rep, n = asyncio.run(go())
+        self.assertEqual((rep.value, n), (1, 3))
+
+    def test_429_given_up(self):
+        async def go():
+            busy = [{"type": "refused", "status": 429, "error": "busy", "retryAfterMs": 10}]
+            async with Scripted([busy, busy]) as srv:
+                with self.assertRaises(RefusedError) as cm:
+                    await Client(srv.url, max_retries=1).run_async("python", "return 1")
+                return cm.exception, srv.connections
+        e, n = asyncio.run(go())
+        self.assertEqual((e.status, e.retry_after, n), (429, 0.01, 2))
+
+    def test_never_retried_after_accepted(self):
+        async def go():
+            async with Scripted([[{"type": "accepted", "id": "x"}], [{"type": "accepted", "id": "x"}]]) as srv:
+                with self.assertRaises(ConnectionLostError):
+                    await Client(srv.url, max_retries=5).run_async("python", "return 1")
+                return srv.connections
+        self.assertEqual(asyncio.run(go()), 1)
+
+
+@unittest.skipUnless(URL, "DSH_URL is not set: no daemon")
+class Daemon(unittest.TestCase):
+    def client(self, **kw):
+        return Client(URL, token=TOKEN, **kw)
+
+    def test_sync_tools_both_kinds(self):
+        logs = []
+        calls = []
+
+        def greet(args):  # a plain function, run in a thread
+            calls.append(threading.current_thread().name)
+            return "hello " + args["name"]
+
+        async def seen(args):  # a coroutine
+            return any(e.text.startswith("before") for e in logs)
+
+        def fail(args):
+            raise ValueError("no such row")
+
+        for lang, code in {
+            "python": 'print("before")\ns = await tools.seen({})\ng = await tools.greet({"name": "Ada"})\ntry:\n    await tools.fail({})\nexcept Exception as e:\n    g += " / " + str(e)\nreturn {"seen": s, "g": g}',
+            "typescript": 'console.log("before"); const s = await tools.seen({}); let g = await tools.greet({name: "Ada"});\ntry { await tools.fail({}); } catch (e) { g += " / " + e.message; }\nreturn {seen: s, g};',
+        }.items():
+            with self.subTest(lang):
+                logs.clear()
+                events = []
+                rep = self.client().run(lang, code, tools=[
+                    Tool("greet", greet, {"type": "object", "properties": {"name": {"type": "string"}}}, "Greet someone."),
+                    Tool("seen", seen, output_schema={"type": "boolean"}),
+                    Tool("fail", fail),
+                ], on_log=logs.append, on_event=events.append)
+                self.assertTrue(rep.ok, rep.error)
+                self.assertEqual(rep.value["seen"], True)
+                self.assertTrue(rep.value["g"].startswith("hello Ada / "), rep.value)
+                self.assertIn("no such row", rep.value["g"])
+                self.assertEqual(len(events), 3)
+                self.assertEqual(rep.stats["calls"], 3)
+        self.assertTrue(all(name != threading.main_thread().name for name in calls))
+
+    def test_async_cancel_aborts(self):
+        async def go():
+            started = asyncio.Event()
+
+            async def wait(args):
+                started.set()
+                await asyncio.sleep(3600)
+
+            task = asyncio.ensure_future(self.client().run_async("python", "return await tools.wait({})", tools={"wait": wait}))
+            await asyncio.wait_for(started.wait(), 60)
+            task.cancel()
+            with self.assertRaises(asyncio.CancelledError):
+                await task
+        asyncio.run(go())
+
+    def test_sync_timeout_aborts(self):
+        rep = self.client().run("python", "return await tools.wait({})", tools={"wait": lambda a: __import__("time").sleep(3)}, timeout=1)
+        self.assertEqual(rep.error["kind"], "abort")
+
+    def test_refusals(self):
+        with self.assertRaises(RefusedError) as cm:
+            self.client().run("cobol", "return 1")
+        self.assertEqual(cm.exception.status, 400)
+        with self.assertRaises(RefusedError) as cm:
+            self.client().run("python", "return 1", limits={"pids": 1 << 40})
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("pids", cm.exception.message)
+        if TOKEN:
+            with self.assertRaises(RefusedError) as cm:
+                Client(URL, token="wrong").run("python", "return 1")
+            self.assertEqual(cm.exception.status, 401)
+
+
+if __name__ == "__main__":
+    unittest.main()
