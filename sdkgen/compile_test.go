@@ -48,7 +48,7 @@ const generatedSets = 200
 //     exactly its keys for a record);
 //   - the declarations of subsets of each golden case (what describe_tools
 //     returns: each tool alone and random subsets) pass the same checks,
-//     each file on its own;
+//     each a module of its own;
 //   - structured results (the output case) type-check where used as their
 //     output schema says and fail where misused.
 func TestGoldenCompile(t *testing.T) {
@@ -78,14 +78,14 @@ func TestGoldenCompile(t *testing.T) {
 		writeFile(t, filepath.Join(dir, "py", "case_"+c+".json"), string(mustJSON(t, pyExpectations(tools))))
 	}
 	// What describe_tools returns: the declarations of subsets of each
-	// golden case (each tool alone, two random subsets), each file on its
-	// own, checked like a full SDK.
+	// golden case (each tool alone, two random subsets), each made a
+	// module so that it declares its own tools, checked like a full SDK.
 	subsetRNG := rand.New(rand.NewSource(19))
 	for _, c := range cases {
 		for i, names := range subsets(fixtures[c], subsetRNG, 2) {
 			sel, _ := Select(fixtures[c], names)
 			name := fmt.Sprintf("subset_%s_%02d", strings.ReplaceAll(c, "-", "_"), i)
-			writeFile(t, filepath.Join(dir, "ts", name+".ts"), TypeScriptSource(sel))
+			writeFile(t, filepath.Join(dir, "ts-modules", name+".ts"), TypeScriptSource(sel)+"export {};\n")
 			writeFile(t, filepath.Join(dir, "py", "case_"+name+".py"), PythonSource(sel))
 			writeFile(t, filepath.Join(dir, "py", "case_"+name+".json"), string(mustJSON(t, pyExpectations(sel))))
 		}

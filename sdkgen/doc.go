@@ -86,6 +86,29 @@
 // resolves to its structured value instead (so a tool set without output
 // schemas keeps its text byte for byte).
 //
+// # The index and declarations on demand
+//
+// FormatIndex (TypeScriptIndex, PythonIndex) is the SDK for a model that
+// should not read every declaration up front: the same usage
+// instructions, then one line per tool, `tools["name"]({a, b?})` (its
+// argument names in schema order, "?" marking an optional one; `{}` for
+// none, `{...}` for a map, `args` for a schema that is not an object) and
+// the first sentence of its description on one line (see summary; at
+// most MaxIndexSummary bytes), grouped by Tool.Source (the host's own
+// tools first, then each MCP server in byte-wise order, tools in SDK
+// order within a group), fenced, and last the instruction to call
+// DescribeTool with the names the program will use. It is deterministic
+// and byte-stable like the full SDK.
+//
+// What DescribeTool returns is FormatSource rendered for the tools Select
+// picks: it compiles on its own, and each tool's TypeScript member is the
+// full SDK's byte for byte. Python class names are derived and made unique
+// within one module, so a tool whose class name needed a disambiguation
+// suffix in the full SDK (two tools mapping to one name, as "foo-bar" and
+// "foo_bar" both give FooBarArgs; or a class colliding with another
+// tool's method name) may get another suffix alone: its classes and
+// method then differ from the full SDK's in those names only.
+//
 // The Python instructions state the runtime contract of seed 004: the
 // stubs are for reading only; when the program runs, the only names bound
 // besides Python's builtins and its own imports are tools and

@@ -357,3 +357,13 @@ func TestRenderIndex(t *testing.T) {
 		}
 	}
 }
+
+// Of two tools sharing a name, the index keeps the same one whatever the
+// input order, source included.
+func TestIndexDuplicateNamesDeterministic(t *testing.T) {
+	a := Tool{Name: "x", Description: "Same.", Source: "a"}
+	b := Tool{Name: "x", Description: "Same.", Source: "b"}
+	if TypeScriptIndex([]Tool{a, b}) != TypeScriptIndex([]Tool{b, a}) {
+		t.Error("the index depends on the input order")
+	}
+}

@@ -108,7 +108,7 @@ func Render(lang Language, format Format, tools []Tool) (string, error) {
 // visible returns the tools an SDK shows, in SDK order: names (and
 // descriptions) with invalid UTF-8 repaired, ReservedTool dropped, sorted
 // by name byte-wise, and of several tools sharing a name only the first
-// by (name, description, input and output schema bytes) kept. The input is not modified.
+// by (name, description, input and output schema bytes, source) kept. The input is not modified.
 func visible(tools []Tool) []Tool {
 	out := make([]Tool, 0, len(tools))
 	for _, t := range tools {
@@ -129,7 +129,10 @@ func visible(tools []Tool) []Tool {
 		if c := bytes.Compare(a.InputSchema, b.InputSchema); c != 0 {
 			return c
 		}
-		return bytes.Compare(a.OutputSchema, b.OutputSchema)
+		if c := bytes.Compare(a.OutputSchema, b.OutputSchema); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Source, b.Source)
 	})
 	return slices.CompactFunc(out, func(a, b Tool) bool { return a.Name == b.Name })
 }
