@@ -2,7 +2,7 @@ package server
 
 // GET /v1/sessions: one run over a websocket, with tools the client
 // defines and answers, its logs and events streamed as they happen, and
-// abort. The protocol is in session-protocol.md.
+// abort. The protocol is in docs/session-protocol.md.
 
 import (
 	"bytes"

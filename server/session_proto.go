@@ -1,7 +1,7 @@
 package server
 
 // The session protocol's frames and their strict decoding. The protocol
-// is written down in session-protocol.md; testdata/session/vectors.json
+// is written down in docs/session-protocol.md; testdata/session/vectors.json
 // holds its JSON vectors, replayed here and by both client libraries.
 
 import (

@@ -109,6 +109,7 @@ once.`,
 	addSeccompFlag(fl, &opts.run.Seccomp)
 	addDriverFlags(cmd, f)
 	addServiceFlags(fl, &opts.svc)
+	cmd.AddCommand(newServeHealthzCmd(f))
 	return cmd
 }
 

@@ -9,12 +9,19 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -174,4 +181,48 @@ func (o *serviceOptions) checkAddress(a server.Address) error {
 		return usagef("refusing to listen on %s, a non-loopback address, without authentication: give --auth FILE (bearer-token tenants) or --client-ca (mTLS), or --insecure-no-auth to serve anyone who reaches the port", a)
 	}
 	return nil
+}
+
+// newServeHealthzCmd is `serve healthz`: a probe of a running daemon's
+// GET /healthz for container healthchecks (the daemon image has no curl).
+// Exit 0 when it answers 200, 1 otherwise.
+func newServeHealthzCmd(f *factory) *cobra.Command {
+	var (
+		target   string
+		insecure bool
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "healthz [--url URL]",
+		Short: "Probe a running daemon's GET /healthz (exit 0 when it answers 200)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u, err := url.Parse(target)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				return usagef("--url %q: want http(s)://HOST:PORT", target)
+			}
+			u.Path = "/healthz"
+			hc := &http.Client{Timeout: timeout, Transport: &http.Transport{
+				// A probe of the daemon on its own loopback: it sends
+				// nothing secret and reads only the status.
+				TLSClientConfig: &tls.Config{InsecureSkipVerify: insecure}, //nolint:gosec
+			}}
+			resp, err := hc.Get(u.String())
+			if err != nil {
+				return fmt.Errorf("healthz: %w", err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("healthz: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+			}
+			fmt.Fprintln(f.stdout, strings.TrimSpace(string(body)))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&target, "url", "http://127.0.0.1:8080", "the daemon's base URL")
+	fl.BoolVar(&insecure, "tls-insecure", false, "do not verify the daemon's certificate (a probe on its own loopback)")
+	fl.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
+	return cmd
 }
