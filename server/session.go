@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -208,7 +209,7 @@ func (ss *session) readStart() (*StartFrame, *refusal) {
 		switch {
 		case errors.As(err, &se):
 			return nil, violationRefusal(se)
-		case errors.Is(err, os.ErrDeadlineExceeded):
+		case isTimeout(err):
 			return nil, &refusal{status: http.StatusRequestTimeout, msg: fmt.Sprintf("no start frame within %v of the upgrade", ss.s.opts.bodyTimeout)}
 		}
 		return nil, nil
@@ -224,6 +225,13 @@ func (ss *session) readStart() (*StartFrame, *refusal) {
 		return nil, &refusal{status: http.StatusBadRequest, msg: fmt.Sprintf("%s: the first frame must be start, not %s", CodeUnexpected, msg.(interface{ frameType() string }).frameType())}
 	}
 	return start, nil
+}
+
+// isTimeout reports a read deadline that passed (gorilla/websocket hides
+// the net error's identity, not its Timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 func violationRefusal(se *SessionError) *refusal {

@@ -800,3 +800,16 @@ func TestAuthenticate(t *testing.T) {
 		}
 	}
 }
+
+// A client that upgrades and never sends start is refused with 408 once
+// the body timeout passes, and nothing stays open.
+func TestSessionStartTimeout(t *testing.T) {
+	sf := newSessionFixture(t, server.WithBodyTimeout(200*time.Millisecond))
+	p := sf.dial(t, nil)
+	m, _ := p.expect(server.FrameRefused)
+	if m["status"] != float64(http.StatusRequestTimeout) || !strings.Contains(m["error"].(string), "no start frame") {
+		t.Fatalf("refused %v", m)
+	}
+	p.closed()
+	waitNoSessions(t, sf.srv)
+}
