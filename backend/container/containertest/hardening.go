@@ -310,6 +310,12 @@ func sizeOrErr(n int64, err error) any {
 	return n
 }
 
+// prctlProbe prints what the kernel answers PR_GET_NO_NEW_PRIVS (39) and
+// PR_GET_SECCOMP (21): "1 2" under the preset, whatever /proc says.
+const prctlProbe = `import ctypes
+libc = ctypes.CDLL(None)
+print(libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0))`
+
 // hardeningFromInside asserts the preset as a program sees it: checks on
 // the engine's configuration pass even when the property is missing at
 // runtime (uid 65532 gets EACCES anyway), so each property is asserted
@@ -317,8 +323,21 @@ func sizeOrErr(n int64, err error) any {
 // permitted set, no_new_privs set, a seccomp filter, a read-only root
 // even where the uid could otherwise write (/var/tmp is world-writable in
 // the image), and no network interface but lo.
+//
+// no_new_privs and the seccomp mode are read twice: from /proc/self/status
+// and from prctl(2). Under gVisor, whose /proc is the Sentry's, the status
+// file has no NoNewPrivs line at all, and says "Seccomp: 2" only because
+// runsc runs with --oci-seccomp (without it, 0: gVisor ignores the
+// container's profile); prctl answers 1 and 2 there as under runc. The
+// program also says which kernel it met: gVisor's /proc has a
+// sentry-meminfo file, the host kernel's does not, so a runtime that is
+// silently runc where runsc was asked for is caught from inside.
 func hardeningFromInside(t *testing.T, cfg Config, lang backend.Language) {
 	programs := both(`const fs = await import("node:fs");
+const cp = await import("node:child_process");
+const probe = cp.spawnSync("python3", ["-c", `+"`"+prctlProbe+"`"+`], { encoding: "utf8", timeout: 10000 });
+const prctl = probe.error ? String((probe.error as any).code) : (probe.stdout + probe.stderr).trim();
+const sentry = fs.existsSync("/proc/sentry-meminfo");
 const status = fs.readFileSync("/proc/self/status", "utf8");
 const field = (k: string) => (status.match(new RegExp("^" + k + ":\\s*(\\S+)", "m")) ?? [])[1] ?? null;
 let rootWrite = "ok";
@@ -326,9 +345,12 @@ try { fs.writeFileSync("/var/tmp/probe", "x") } catch (e) { rootWrite = (e as an
 let mkdir = "ok";
 try { fs.mkdirSync("/var/tmp/probe.d") } catch (e) { mkdir = (e as any).code }
 return { capbnd: field("CapBnd"), capeff: field("CapEff"), capprm: field("CapPrm"), nnp: field("NoNewPrivs"), seccomp: field("Seccomp"),
-         rootWrite, mkdir, varTmpMode: (fs.statSync("/var/tmp").mode & 0o7777).toString(8),
+         prctl, sentry, rootWrite, mkdir, varTmpMode: (fs.statSync("/var/tmp").mode & 0o7777).toString(8),
          nets: fs.readdirSync("/sys/class/net").sort(), uid: process.getuid!() }`, `
-import os, errno
+import os, errno, ctypes
+libc = ctypes.CDLL(None)
+prctl = "%d %d" % (libc.prctl(39, 0, 0, 0, 0), libc.prctl(21, 0, 0, 0, 0))
+sentry = os.path.exists("/proc/sentry-meminfo")
 status = open("/proc/self/status").read()
 def field(k):
     for line in status.splitlines():
@@ -344,10 +366,12 @@ def attempt(f):
 root_write = attempt(lambda: open("/var/tmp/probe", "w").write("x"))
 mkdir = attempt(lambda: os.mkdir("/var/tmp/probe.d"))
 return {"capbnd": field("CapBnd"), "capeff": field("CapEff"), "capprm": field("CapPrm"), "nnp": field("NoNewPrivs"), "seccomp": field("Seccomp"),
-        "rootWrite": root_write, "mkdir": mkdir, "varTmpMode": oct(os.stat("/var/tmp").st_mode & 0o7777)[2:],
+        "prctl": prctl, "sentry": sentry, "rootWrite": root_write, "mkdir": mkdir, "varTmpMode": oct(os.stat("/var/tmp").st_mode & 0o7777)[2:],
         "nets": sorted(os.listdir("/sys/class/net")), "uid": os.getuid()}`)
 	type view struct {
 		CapBnd, CapEff, CapPrm, NNP, Seccomp string
+		Prctl                                string
+		Sentry                               bool
 		RootWrite, Mkdir, VarTmpMode         string
 		Nets                                 []string
 		UID                                  int
@@ -362,8 +386,17 @@ return {"capbnd": field("CapBnd"), "capeff": field("CapEff"), "capprm": field("C
 		}
 	}
 	want(v.CapBnd == zero && v.CapEff == zero && v.CapPrm == zero, "capabilities: bounding %s, effective %s, permitted %s; want all 0", v.CapBnd, v.CapEff, v.CapPrm)
-	want(v.NNP == "1", "NoNewPrivs %q, want 1", v.NNP)
-	want(v.Seccomp == "2", "Seccomp %q, want 2 (a filter)", v.Seccomp)
+	want(v.Prctl == "1 2", "prctl(PR_GET_NO_NEW_PRIVS), prctl(PR_GET_SECCOMP): %q, want \"1 2\" (no_new_privs set, a seccomp filter)", v.Prctl)
+	want(v.Seccomp == "2", "/proc/self/status Seccomp %q, want 2 (a filter; under gVisor only with runsc --oci-seccomp)", v.Seccomp)
+	if cfg.gVisor() {
+		// gVisor's /proc/self/status has no NoNewPrivs line; prctl
+		// above is what says no_new_privs holds.
+		want(v.NNP == "" || v.NNP == "1", "/proc/self/status NoNewPrivs %q under gVisor, want no line (or 1)", v.NNP)
+		want(v.Sentry, "no /proc/sentry-meminfo: the program did not run in gVisor's Sentry, though the runtime is %s", cfg.ociRuntime())
+	} else {
+		want(v.NNP == "1", "/proc/self/status NoNewPrivs %q, want 1", v.NNP)
+		want(!v.Sentry, "/proc/sentry-meminfo exists: the program ran under gVisor, though the runtime is %q", cfg.ociRuntime())
+	}
 	want(v.VarTmpMode == "1777", "/var/tmp mode %s: the probe needs a world-writable directory on the root", v.VarTmpMode)
 	want(v.RootWrite == "EROFS" && v.Mkdir == "EROFS", "writes to /var/tmp: %s, %s; want EROFS (a read-only root, not a permission error)", v.RootWrite, v.Mkdir)
 	want(slices.Equal(v.Nets, []string{"lo"}), "network interfaces %v, want only lo", v.Nets)

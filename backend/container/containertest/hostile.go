@@ -79,6 +79,9 @@ type hostileCase struct {
 	bindings func(t *testing.T) []backend.BindingNamespace
 	limits   func(*container.Limits)
 	check    func(t *testing.T, lang backend.Language, res backend.RunResult)
+	// gVisorCheck, when set, replaces check under gVisor: the case
+	// asserts what gVisor provides where its kernel answers differently.
+	gVisorCheck func(t *testing.T, lang backend.Language, res backend.RunResult)
 }
 
 func progs(m map[backend.Language]string) func(string) map[backend.Language]string {
@@ -127,6 +130,29 @@ return {"started": started, "err": err}`)),
 			}
 			outcome(t, lang, res, "the program survived; %d forks, then %s", v.Started, v.Err)
 		},
+		// Under gVisor the limit is GVisorPids and holds the Sentry's
+		// own host threads: the sandbox as a whole is stopped, either by
+		// a fork failing with EAGAIN or by the Sentry dying when it can
+		// create no more host threads (the run then fails as an exit).
+		// Either way the bomb ends, in a typed outcome, and the next
+		// program runs normally.
+		gVisorCheck: func(t *testing.T, lang backend.Language, res backend.RunResult) {
+			if res.Error != nil {
+				if res.Error.Kind != backend.FailureExit && res.Error.Kind != backend.FailureOOM {
+					t.Fatalf("fork bomb under gVisor: %s: %s, want the sandbox stopped (exit) or EAGAIN", res.Error.Kind, res.Error.Message)
+				}
+				outcome(t, lang, res, "the sandbox was stopped at the pids limit (%d): %s", GVisorPids, firstLine(res.Error.Message))
+				return
+			}
+			v := decode[struct {
+				Started int
+				Err     string
+			}](t, res)
+			if v.Err != "EAGAIN" || v.Started >= GVisorPids {
+				t.Fatalf("fork bomb not stopped by the pids limit (%d) under gVisor: %+v", GVisorPids, v)
+			}
+			outcome(t, lang, res, "the program survived; %d forks, then %s", v.Started, v.Err)
+		},
 	},
 	{
 		name: "thread bomb",
@@ -162,25 +188,11 @@ for th in threads:
     th.join()
 return {"started": started, "error": error}`)),
 		limits: func(l *container.Limits) { l.Pids = 64; l.MemoryBytes = 512 << 20 },
-		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
-			// Node may not survive failing to create a thread; dying is a
-			// typed outcome too, as long as the run ends.
-			if res.Error != nil {
-				if res.Error.Kind != backend.FailureExit && res.Error.Kind != backend.FailureException {
-					t.Fatalf("thread bomb: %s: %s", res.Error.Kind, res.Error.Message)
-				}
-				outcome(t, lang, res, "%s", firstLine(res.Error.Message))
-				return
-			}
-			v := decode[struct {
-				Started int
-				Error   string
-			}](t, res)
-			if v.Error == "" || v.Started >= 64 {
-				t.Fatalf("thread bomb was not stopped by the pids limit: %+v", v)
-			}
-			outcome(t, lang, res, "%d threads/workers started, then %q", v.Started, v.Error)
-		},
+		check:  threadBombCheck(64),
+		// Under gVisor the limit is GVisorPids, which also holds the
+		// Sentry's own threads: fewer guest threads start before the
+		// limit, or the sandbox dies at it (an exit).
+		gVisorCheck: threadBombCheck(GVisorPids),
 	},
 	{
 		name: "memory bomb",
@@ -384,27 +396,12 @@ except socket.gaierror as e:
     out["dns example.com"] = "gaierror %%d" %% e.errno
 return out`, gw))
 		},
-		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
-			v := decode[map[string]string](t, res)
-			for k, r := range v {
-				switch {
-				case strings.HasPrefix(k, "dns"):
-					if r == "resolved" {
-						t.Fatalf("%s resolved (%v)", k, v)
-					}
-				case strings.Contains(k, "6 "):
-					// No IPv6 route at all: the kernel refuses locally.
-					if r != "ENETUNREACH" && r != "EADDRNOTAVAIL" && r != "EAFNOSUPPORT" {
-						t.Fatalf("%s: %s (%v)", k, r, v)
-					}
-				default:
-					if r != "ENETUNREACH" {
-						t.Fatalf("%s: %s, want ENETUNREACH (%v)", k, r, v)
-					}
-				}
-			}
-			outcome(t, lang, res, "%v", v)
-		},
+		check: networkCheck(false),
+		// gVisor's netstack has no route either, and answers every
+		// attempt, IPv4 and IPv6, TCP and UDP, with EHOSTUNREACH where
+		// the host kernel says ENETUNREACH (measured: runsc 20221219,
+		// --network=none).
+		gVisorCheck: networkCheck(true),
 	},
 	{
 		name: "reading /proc/1/environ and host paths",
@@ -678,6 +675,60 @@ return {"fulfilled": len(rs) - len(rejected), "rejected": len(rejected), "reason
 	},
 }
 
+// threadBombCheck: the thread bomb ends below the pids limit. Node may not
+// survive failing to create a thread; dying is a typed outcome too, as
+// long as the run ends.
+func threadBombCheck(limit int) func(t *testing.T, lang backend.Language, res backend.RunResult) {
+	return func(t *testing.T, lang backend.Language, res backend.RunResult) {
+		if res.Error != nil {
+			if res.Error.Kind != backend.FailureExit && res.Error.Kind != backend.FailureException {
+				t.Fatalf("thread bomb: %s: %s", res.Error.Kind, res.Error.Message)
+			}
+			outcome(t, lang, res, "%s", firstLine(res.Error.Message))
+			return
+		}
+		v := decode[struct {
+			Started int
+			Error   string
+		}](t, res)
+		if v.Error == "" || v.Started >= limit {
+			t.Fatalf("thread bomb was not stopped by the pids limit (%d): %+v", limit, v)
+		}
+		outcome(t, lang, res, "%d threads/workers started, then %q", v.Started, v.Error)
+	}
+}
+
+// networkCheck: no attempt to reach anything succeeds, each refused
+// locally: the host kernel answers ENETUNREACH (IPv6 may be
+// EADDRNOTAVAIL or EAFNOSUPPORT), gVisor's netstack EHOSTUNREACH.
+func networkCheck(gVisor bool) func(t *testing.T, lang backend.Language, res backend.RunResult) {
+	return func(t *testing.T, lang backend.Language, res backend.RunResult) {
+		v := decode[map[string]string](t, res)
+		for k, r := range v {
+			switch {
+			case strings.HasPrefix(k, "dns"):
+				if r == "resolved" {
+					t.Fatalf("%s resolved (%v)", k, v)
+				}
+			case gVisor:
+				if r != "EHOSTUNREACH" {
+					t.Fatalf("%s: %s, want EHOSTUNREACH from gVisor's netstack (%v)", k, r, v)
+				}
+			case strings.Contains(k, "6 "):
+				// No IPv6 route at all: the kernel refuses locally.
+				if r != "ENETUNREACH" && r != "EADDRNOTAVAIL" && r != "EAFNOSUPPORT" {
+					t.Fatalf("%s: %s (%v)", k, r, v)
+				}
+			default:
+				if r != "ENETUNREACH" {
+					t.Fatalf("%s: %s, want ENETUNREACH (%v)", k, r, v)
+				}
+			}
+		}
+		outcome(t, lang, res, "%v", v)
+	}
+}
+
 // checkLogCap asserts the log cap held and was reported.
 func checkLogCap(t *testing.T, res backend.RunResult) {
 	t.Helper()
@@ -814,7 +865,11 @@ func RunHostile(t *testing.T, cfg Config) {
 					if hc.bindings != nil {
 						b = hc.bindings(t)
 					}
-					hc.check(t, lang, e.run(t, prog, b...))
+					check := hc.check
+					if cfg.gVisor() && hc.gVisorCheck != nil {
+						check = hc.gVisorCheck
+					}
+					check(t, lang, e.run(t, prog, b...))
 					// The host is healthy: the next program runs normally.
 					wantValue(t, e.run(t, "return 1"), "1")
 				})

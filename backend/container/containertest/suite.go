@@ -29,6 +29,9 @@ type Config struct {
 	Images map[backend.Language]string
 	// OCIRuntime selects the engine's OCI runtime ("" = the driver's
 	// default). The preset check expects the container to run under it.
+	// Under GVisor ("runsc") the cases that differ assert gVisor's
+	// behaviour instead; runsc must run with --oci-seccomp so the seccomp
+	// profile applies inside the sandbox.
 	OCIRuntime string
 	// Options are added after the suite's own to every runtime it builds.
 	// They must not weaken the hardening preset: RunHardening would
@@ -107,6 +110,32 @@ func (cfg Config) ociRuntime() string {
 	return cfg.Driver.Capabilities().DefaultRuntime
 }
 
+// GVisor is the OCI runtime name of gVisor, the one runtime whose kernel
+// is not the host's: where it differs, a case asserts what gVisor
+// provides instead (see the README's "gVisor" paragraph).
+const GVisor = "runsc"
+
+// gVisor reports that the containers run under gVisor.
+func (cfg Config) gVisor() bool { return cfg.ociRuntime() == GVisor }
+
+// GVisorPids is the pids limit a case that lowers it (to 64, to show it
+// holds) gets under gVisor instead. On the ptrace platform of Debian's
+// runsc the container's pids cgroup holds the sandbox's own Sentry and
+// gofer threads and one host thread per guest thread: measured here
+// (runsc 20221219, cgroup v1), a sandbox with pids.max 64 cannot start, and
+// one with 128 dies once its program forks about 20 children. A lowered
+// limit still differs from the default (128), so a driver writing the
+// default instead of the Spec's value is still caught.
+const GVisorPids = 256
+
+// pidsFor is the pids limit a case asking for pids gets under cfg.
+func (cfg Config) pidsFor(pids int64) int64 {
+	if cfg.gVisor() && pids < container.DefaultLimits().Pids {
+		return GVisorPids
+	}
+	return pids
+}
+
 // env is one case's runtime and what to check for leaks after it.
 type env struct {
 	cfg     Config
@@ -151,6 +180,7 @@ func openEnv(cfg Config, lang backend.Language, log *slog.Logger, mod func(*cont
 	if mod != nil {
 		mod(&l)
 	}
+	l.Pids = cfg.pidsFor(l.Pids)
 	all := []container.Option{
 		container.WithLanguage(lang),
 		container.WithImage(cfg.Images[lang]),
