@@ -266,12 +266,16 @@ class Client:
     ``url`` is http://host:port, https://host:port or unix:///path.sock;
     ``token`` a tenant's bearer token (serve --auth); ``ssl`` an
     ``ssl.SSLContext`` for https (server CAs, a client certificate for
-    mTLS). A run refused with 429 is retried up to ``max_retries`` times
+    mTLS), or ``ca_file`` the PEM CA that signed the daemon's certificate. A run refused with 429 is retried up to ``max_retries`` times
     after the daemon's Retry-After; a run is never retried once accepted.
     """
 
-    def __init__(self, url, token=None, ssl=None, max_retries=3, max_retry_wait=30.0, max_frame_bytes=64 << 20):
+    def __init__(self, url, token=None, ssl=None, ca_file=None, max_retries=3, max_retry_wait=30.0, max_frame_bytes=64 << 20):
         self.uri, self.unix_path = _sessions_uri(url)
+        if ca_file is not None:
+            if ssl is not None:
+                raise ValueError("give ssl or ca_file, not both")
+            ssl = _ssl.create_default_context(cafile=ca_file)
         self.url = url
         self.token = token
         self.ssl = ssl
