@@ -49,6 +49,7 @@ var rules = map[string]rule{
 	"cmd/dsh-container":               {own: []string{"*"}},
 	"e2e":                             {own: []string{"*"}},
 	"internal/testenv":                {thirdParty: stdlibOnly},
+	"deploy/kubernetes":               {thirdParty: []string{"k8s.io/", "sigs.k8s.io/"}},
 	"internal/layering":               {thirdParty: stdlibOnly},
 }
 
