@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
@@ -103,7 +104,9 @@ func TestOCIRuntimes(t *testing.T) {
 			// A runtime can be registered and still unable to create
 			// containers here (crun 1.8.1 on a hybrid cgroup layout).
 			for _, lang := range langs {
-				probe := newEnv(t, lang, nil, container.WithOCIRuntime(name))
+				// A loaded machine is slow to start a container, not
+				// unable to: startup gets the hostile suite's 90s.
+				probe := newEnv(t, lang, func(l *container.Limits) { l.StartupTime = 90 * time.Second }, container.WithOCIRuntime(name))
 				res, err := probe.rt.Run(context.Background(), backend.RunRequest{Program: "return 1"})
 				if err == nil && res.Error != nil {
 					err = fmt.Errorf("%s: %s", res.Error.Kind, res.Error.Message)
