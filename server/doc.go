@@ -15,7 +15,10 @@
 //
 // Endpoints:
 //
-//	POST /v1/run      {"language","code","id"?} → the `run --json` object plus "events"
+//	POST /v1/run      {"language","code","id"?,"limits"?} → the `run --json` object plus "events"
+//	GET  /v1/sessions a websocket: one run with tools the client defines and
+//	                  answers, logs and events streamed, abort (session.go;
+//	                  the protocol is in docs/session-protocol.md)
 //	GET  /v1/sdk      ?language=typescript|python&format=prompt|source → SDK text
 //	GET  /v1/tools    ?language=typescript|python → {"mode","language","tools": [MCP tool shape]}
 //	GET  /healthz     200 {"status":"ok"} or 503 {"status":"unavailable","error"}
@@ -28,6 +31,12 @@
 // 503 (runner image missing, Docker daemon unreachable, shutting down) or
 // 500. A client that disconnects cancels its run, which the runtime
 // reports as an abort.
+//
+// WithAuth puts bearer-token tenants in front of every endpoint but
+// /healthz (401 otherwise, one message whatever failed);
+// WithClientCertificates requires a verified TLS client certificate;
+// WithAdmission bounds runs per tenant and in total (429 beyond). Shutdown
+// drains sessions, which the HTTP server's own Shutdown does not see.
 //
 // The server never closes its runtimes: whoever built them does, after
 // the HTTP server has shut down.
