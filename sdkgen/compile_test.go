@@ -3,6 +3,8 @@ package sdkgen
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -181,14 +183,34 @@ func TestGoldenCompile(t *testing.T) {
 	})
 }
 
+// dockerRunTimeout bounds one dockerRun.
+var dockerRunTimeout = 5 * time.Minute
+
 // dockerRun runs a shell script in a throwaway container with dir mounted
-// read-only at /w and no network.
+// read-only at /w and no network; after dockerRunTimeout the container
+// is removed and the run fails.
 func dockerRun(t *testing.T, dir, image, script string) (string, error) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	var id [8]byte
+	_, _ = crand.Read(id[:])
+	return dockerRunNamed(t, dir, image, script, "dsh-sdkgen-check-"+hex.EncodeToString(id[:]))
+}
+
+// dockerRunNamed is dockerRun with the container's name.
+func dockerRunNamed(t *testing.T, dir, image, script, name string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dockerRunTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "--network", "none",
+	// Named, so that a timeout removes the container: killing the docker
+	// client alone would leave it running.
+	cmd := exec.CommandContext(ctx, "docker", "run", "--rm", "--name", name, "--network", "none",
 		"-v", dir+":/w:ro", image, "sh", "-c", script)
+	cmd.Cancel = func() error {
+		rm, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = exec.CommandContext(rm, "docker", "rm", "-f", name).Run()
+		return cmd.Process.Kill()
+	}
 	var b bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &b, &b
 	err := cmd.Run()
@@ -487,3 +509,31 @@ def main(d):
 
 sys.exit(1 if main(sys.argv[1]) else 0)
 `
+
+// TestDockerRunTimeout checks that a compiler run past its time is
+// stopped and its container removed, not left running.
+func TestDockerRunTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipped in -short mode: runs a container")
+	}
+	testenv.UsesDaemon(t)
+	image := os.Getenv(compileImageEnv)
+	if image == "" {
+		testenv.Missing(t, "%s is unset: set it to the compiler image (`make sdk-check-image`)", compileImageEnv)
+	}
+	defer func(d time.Duration) { dockerRunTimeout = d }(dockerRunTimeout)
+	dockerRunTimeout = 3 * time.Second
+	name := fmt.Sprintf("dsh-sdkgen-check-timeout-%d", time.Now().UnixNano())
+	start := time.Now()
+	if _, err := dockerRunNamed(t, t.TempDir(), image, "sleep 300", name); err == nil {
+		t.Fatal("a run past its time succeeded")
+	}
+	if d := time.Since(start); d > time.Minute {
+		t.Errorf("the run took %v to stop", d)
+	}
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "name=^"+name+"$").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		exec.Command("docker", "rm", "-f", name).Run()
+		t.Errorf("the container is left behind: %q %v", out, err)
+	}
+}
