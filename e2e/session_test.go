@@ -444,7 +444,7 @@ func TestTenantsE2E(t *testing.T) {
 	writeAuth(t, auth,
 		map[string]any{"name": "alpha", "tokenSha256": alphaSum, "maxRuns": 1, "queue": 0, "metrics": true},
 		map[string]any{"name": "beta", "tokenSha256": betaSum})
-	s := startService(t, nil, "--pool", "1", "--languages", "python", "--auth", auth, "--max-runs", "4", "--queue", "4", "--wall-timeout", "30s")
+	s := startService(t, nil, "--pool", "1", "--languages", "python", "--auth", auth, "--max-runs", "4", "--queue", "4", "--wall-timeout", "180s")
 
 	// 401, the same body whatever failed.
 	_, missing := s.request(t, "POST", "/v1/run", "", map[string]any{"language": "python", "code": "return 1"})
@@ -646,7 +646,7 @@ func leaf(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, name stri
 // started with; the client side is back to its goroutines.
 func TestConcurrentSessionsE2E(t *testing.T) {
 	const n = 100
-	s := startService(t, nil, "--pool", "2", "--languages", "python", "--max-runs", "4", "--queue", "200", "--wall-timeout", "60s")
+	s := startService(t, nil, "--pool", "4", "--languages", "python", "--max-runs", "4", "--queue", "200", "--wall-timeout", "300s")
 	fds := func() int {
 		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", s.cmd.Process.Pid))
 		return len(ents)
@@ -657,12 +657,15 @@ func TestConcurrentSessionsE2E(t *testing.T) {
 	}
 	baseFDs, baseG := fds(), runtime.NumGoroutine()
 	var calls atomic.Int64
-	double := client.Tool{Name: "double", Func: func(_ context.Context, args json.RawMessage) (any, error) {
-		calls.Add(1)
-		var a struct{ N int }
-		json.Unmarshal(args, &a)
-		return a.N * 2, nil
-	}}
+	double := client.Tool{Name: "double", OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`),
+		Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			calls.Add(1)
+			var a struct{ N int }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, err
+			}
+			return map[string]int{"n": a.N * 2}, nil
+		}}
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	began := time.Now()
@@ -670,7 +673,7 @@ func TestConcurrentSessionsE2E(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code := fmt.Sprintf("a = await tools.double({\"n\": %d})\nb = await tools.double({\"n\": a})\nreturn b", i)
+			code := fmt.Sprintf("a = await tools.double({\"n\": %d})\nb = await tools.double({\"n\": a[\"n\"]})\nreturn b[\"n\"]", i)
 			rep, err := s.client("").Run(context.Background(), client.Request{Language: "python", Code: code}, []client.Tool{double}, client.Handlers{})
 			switch {
 			case err != nil:
@@ -689,7 +692,7 @@ func TestConcurrentSessionsE2E(t *testing.T) {
 	if calls.Load() != 2*n {
 		t.Errorf("%d callbacks, want %d", calls.Load(), 2*n)
 	}
-	s.waitContainers(t, 2)
+	s.waitContainers(t, 4)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		sess := s.metric(t, "", `dsh_container_sessions{tenant="anonymous"}`)
 		inflight := s.metric(t, "", `dsh_container_runs_in_flight{language="python",tenant="anonymous"}`)
