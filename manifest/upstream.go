@@ -570,7 +570,9 @@ func (u *upstream) close() {
 	u.conn = nil
 	u.cancel()
 	u.mu.Unlock()
-	u.connMu.Lock() // wait out a connection attempt (it sees closed)
+	// Wait out a connection attempt in progress (it then sees closed).
+	u.connMu.Lock()
+	//lint:ignore SA2001 the empty critical section is the wait
 	u.connMu.Unlock()
 	if c != nil {
 		c.close()
