@@ -175,14 +175,22 @@ func WithSeccomp(p *specs.LinuxSeccomp) Option {
 }
 
 // seccompProfile is the profile for one container (nil: the engine's).
+// Under gVisor it is adapted with seccomp.ForGVisor, which keeps every
+// denial but answers clone3 through gVisor's own ENOSYS.
 func (o *options) seccompProfile() *specs.LinuxSeccomp {
+	var p *specs.LinuxSeccomp
 	switch {
 	case o.engineSeccomp:
 		return nil
 	case o.seccomp != nil:
-		return o.seccomp
+		p = o.seccomp
+	default:
+		p = seccomp.Profile()
 	}
-	return seccomp.Profile()
+	if seccomp.IsGVisor(o.ociRuntime) {
+		return seccomp.ForGVisor(p)
+	}
+	return p
 }
 
 // WithLimits replaces the default limits.
