@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,5 +106,72 @@ func BenchmarkRun(b *testing.B) {
 			// Charge only the program's own time, not the container's start.
 			b.ReportMetric(float64(res.Stats.Wall.Nanoseconds())/float64(b.N), "ns/call")
 		})
+	}
+}
+
+// bench measures several drivers and runtimes side by side in one
+// invocation: a column per driver × runtime (a runtime Docker lacks is
+// skipped and named), cold, warm and round-trip figures in each, the
+// comparisons between columns, and a clean soak on each, checked.
+func TestBenchDriversAndRuntimes(t *testing.T) {
+	bin := buildCLI(t)
+	ctrd := containerdDriver(t)
+	cmd := exec.Command(bin, "bench", "--json", "--driver", "docker,containerd", "--runtime", "runc,runsc",
+		"--lang", "typescript", "--runs", "2", "--calls", "20", "--clients", "2", "--sustain", "1s", "--soak", "5")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	var rep struct {
+		Drivers []struct {
+			Name      string
+			Languages map[string]struct{ Cold, Warm, BindingRoundTrip struct{ N int } }
+			DockerRun struct{ N int }
+			Soak      *struct{ Runs, Failures, ContainersLeft, TasksLeft, SnapshotsLeft, SocketDirsLeft int }
+			// sustained figures
+			SustainedColdRunsPerSec float64
+		}
+		Skipped     []string
+		Comparisons []struct{ Of, Over string }
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []string{"docker/runc"}
+	if slices.Contains(drv.Capabilities().Runtimes, "runsc") {
+		want = append(want, "docker/runsc")
+	} else if !slices.ContainsFunc(rep.Skipped, func(s string) bool { return strings.Contains(s, "docker/runsc") }) {
+		t.Errorf("docker/runsc neither measured nor skipped: %v", rep.Skipped)
+	}
+	want = append(want, "containerd/runc")
+	if slices.Contains(ctrd.Capabilities().Runtimes, "runsc") {
+		want = append(want, "containerd/runsc")
+	}
+	var got []string
+	for _, d := range rep.Drivers {
+		got = append(got, d.Name)
+		ts := d.Languages["typescript"]
+		if ts.Cold.N != 2 || ts.Warm.N == 0 || ts.BindingRoundTrip.N == 0 || d.SustainedColdRunsPerSec <= 0 {
+			t.Errorf("%s: %+v, sustained cold %.2f/s", d.Name, ts, d.SustainedColdRunsPerSec)
+		}
+		if strings.HasPrefix(d.Name, "docker") != (d.DockerRun.N == 2) {
+			t.Errorf("%s: %d docker run --rm timings", d.Name, d.DockerRun.N)
+		}
+		if s := d.Soak; s == nil || s.Runs != 5 || s.Failures+s.ContainersLeft+s.TasksLeft+s.SnapshotsLeft+s.SocketDirsLeft != 0 {
+			t.Errorf("%s soak: %+v", d.Name, s)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("columns %v, want %v", got, want)
+	}
+	if !slices.ContainsFunc(rep.Comparisons, func(c struct{ Of, Over string }) bool {
+		return c.Of == "containerd/runc" && c.Over == "docker/runc"
+	}) {
+		t.Errorf("comparisons %+v lack containerd/runc over docker/runc", rep.Comparisons)
+	}
+	if strings.Contains(stderr.String(), "soak run") {
+		t.Errorf("soak failures reported:\n%s", stderr.String())
 	}
 }
