@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
@@ -183,8 +185,8 @@ func checkApplied(a container.Applied, p preset) error {
 	want(a.NetworkNone, "network: not none (a namespace of its own with only lo)")
 	want(a.IPCPrivate, "IPC: not private")
 	want(a.Init, "init: not set")
-	want(!a.SeccompDefault && reflect.DeepEqual(a.Seccomp, seccomp.Profile()),
-		"seccomp: %s, want exactly our profile (seccomp.Profile)", describeSeccomp(a))
+	want(!a.SeccompDefault && reflect.DeepEqual(a.Seccomp, ourProfile(a.OCIRuntime)),
+		"seccomp: %s, want exactly our profile (seccomp.Profile, adapted by seccomp.ForGVisor under gVisor)", describeSeccomp(a))
 	want(p.ociRuntime == "" || a.OCIRuntime == p.ociRuntime, "OCI runtime %q, want %q", a.OCIRuntime, p.ociRuntime)
 
 	// Resources.
@@ -251,6 +253,14 @@ var runtimeLabels = map[string]bool{
 	container.LabelBridge: true, container.LabelLang: true,
 }
 
+// ourProfile is the profile a container under ociRuntime must carry.
+func ourProfile(ociRuntime string) *specs.LinuxSeccomp {
+	if seccomp.IsGVisor(ociRuntime) {
+		return seccomp.ForGVisor(seccomp.Profile())
+	}
+	return seccomp.Profile()
+}
+
 // describeSeccomp says which profile a reports, briefly.
 func describeSeccomp(a container.Applied) string {
 	switch {
@@ -259,7 +269,7 @@ func describeSeccomp(a container.Applied) string {
 	case a.Seccomp == nil:
 		return "none"
 	}
-	ours := seccomp.Allowed(seccomp.Profile())
+	ours := seccomp.Allowed(ourProfile(a.OCIRuntime))
 	got := seccomp.Allowed(a.Seccomp)
 	var extra, missing []string
 	for _, n := range got {
