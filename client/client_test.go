@@ -27,7 +27,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // newDaemon serves the in-memory runtime (the logic of the client; the
 // e2e tests run it against containers).
-func newDaemon(t *testing.T, opts ...server.Option) *httptest.Server {
+func newDaemon(t *testing.T, opts ...server.Option) *httptest.Server { return newDaemonB(t, opts...) }
+
+func newDaemonB(t testing.TB, opts ...server.Option) *httptest.Server {
 	t.Helper()
 	py := registrytest.New(backend.Python)
 	srv, err := server.New(append([]server.Option{server.WithRuntime(py)}, opts...)...)
