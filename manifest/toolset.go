@@ -255,6 +255,7 @@ func (u *upstream) registryTool(t *mcp.Tool) (registry.Tool, error) {
 		Name:        u.name + ToolNameSeparator + t.Name,
 		Description: t.Description,
 		Parameters:  json.RawMessage(`{"type":"object"}`),
+		Source:      u.name,
 	}
 	var err error
 	if t.InputSchema != nil {

@@ -37,6 +37,7 @@ type mcpOptions struct {
 	Listen   string
 	Tools    string
 	Mode     string
+	SDK      string
 	Lang     string
 	Pool     int
 	MaxRuns  int
@@ -96,6 +97,7 @@ stops the MCP servers of --tools.`,
 	fl.StringVar(&opts.Listen, "listen", "", "serve streamable HTTP at "+mcpPath+" on unix:///path.sock or tcp://127.0.0.1:PORT (default: stdio)")
 	fl.StringVar(&opts.Tools, "tools", "", `tool manifest FILE: {"tools": [command tools], "mcpServers": {NAME: {command, args, env} | {url, headers}}}`)
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "what tools/list offers: code (run_code with the SDK), both (run_code and the tools) or native (the tools)")
+	addSDKFlag(fl, &opts.SDK)
 	fl.StringVar(&opts.Lang, "lang", string(backend.TypeScript), "program language: typescript|python")
 	fl.IntVar(&opts.Pool, "pool", 1, "pre-started sandboxes kept ready (0 disables the pool)")
 	fl.IntVar(&opts.MaxRuns, "max-runs", runtime.NumCPU(), "programs running at once (0: no limit)")
@@ -175,6 +177,10 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	if err != nil {
 		return err
 	}
+	view, err := parseSDKView(opts.SDK)
+	if err != nil {
+		return err
+	}
 	lang, err := backend.ParseLanguage(opts.Lang)
 	if err != nil {
 		return usagef("--lang: %v", err)
@@ -211,7 +217,7 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	}
 	defer tools.Close()
 
-	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version)}
+	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithSDK(view), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version)}
 	if mode != registry.ModeNative {
 		drv, err := f.connect(ctx)
 		if err != nil {

@@ -31,6 +31,7 @@ type serveOptions struct {
 	Listen    string
 	Tools     string
 	Mode      string
+	SDK       string
 	Pool      int
 	MaxRuns   int
 	Queue     int
@@ -95,6 +96,7 @@ once.`,
 	fl.StringVar(&opts.Listen, "listen", "", "unix:///path.sock or tcp://HOST:PORT (default: a Unix socket under $XDG_RUNTIME_DIR or /tmp)")
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (POST /v1/run runs programs) or native (GET /v1/tools lists the tools only)")
+	addSDKFlag(fl, &opts.SDK)
 	fl.IntVar(&opts.Pool, "pool", 1, "pre-started sandboxes kept ready per language (0 disables the pool)")
 	fl.IntVar(&opts.MaxRuns, "max-runs", runtime.NumCPU(), "programs running at once per language (0: no limit)")
 	fl.IntVar(&opts.Queue, "queue", 64, "programs waiting for a slot per language before requests get 429")
@@ -159,6 +161,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	view, err := parseSDKView(opts.SDK)
+	if err != nil {
+		return err
+	}
 	svc, err := opts.svc.setup(opts.MaxRuns, opts.Queue)
 	if err != nil {
 		return err
@@ -204,7 +210,8 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			log.Error("closing runtimes", "err", err)
 		}
 	}()
-	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log)}, svc.opts...)
+	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
+		server.WithRegistryOptions(registry.WithSDK(view))}, svc.opts...)
 	for _, l := range langs {
 		rt, err := container.New(drv,
 			container.WithLanguage(l),
