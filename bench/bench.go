@@ -431,7 +431,7 @@ func coldPhase(ctx context.Context, ts []*target, l backend.Language, o Options)
 	defer func() {
 		for _, rt := range rts {
 			if rt != nil {
-				rt.Close(ctx)
+				closeRT(ctx, rt)
 			}
 		}
 	}()
@@ -489,14 +489,14 @@ func (t *target) warmAndRoundTrip(ctx context.Context, l backend.Language, o Opt
 		waitIdle(warm, 2, 10*time.Second)
 		d, res, err := timeRun(ctx, warm, trivial(l), nil)
 		if err != nil {
-			warm.Close(ctx)
+			closeRT(ctx, warm)
 			return err
 		}
 		if res.Stats.Warm {
 			warmD = append(warmD, d)
 		}
 	}
-	warm.Close(ctx)
+	closeRT(ctx, warm)
 	lr.Warm = dist(warmD)
 	fmt.Fprintf(t.progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
 
@@ -507,7 +507,7 @@ func (t *target) warmAndRoundTrip(ctx context.Context, l backend.Language, o Opt
 		return err
 	}
 	_, res, err := timeRun(ctx, rtt, roundTripProgram(l, o.Calls), noop)
-	rtt.Close(ctx)
+	closeRT(ctx, rtt)
 	if err != nil {
 		return err
 	}
@@ -540,7 +540,7 @@ func (t *target) sustained(ctx context.Context, o Options) error {
 	}
 	waitIdle(sus, o.Clients, 20*time.Second)
 	rep.SustainedPerSec, err = sustained(ctx, sus, o.Clients, o.Sustain)
-	sus.Close(ctx)
+	closeRT(ctx, sus)
 	if err != nil {
 		return err
 	}
@@ -550,12 +550,20 @@ func (t *target) sustained(ctx context.Context, o Options) error {
 		return err
 	}
 	rep.SustainedColdPerSec, err = sustained(ctx, susCold, o.Clients, o.Sustain)
-	susCold.Close(ctx)
+	closeRT(ctx, susCold)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(t.progress, "sustained cold (pool off) with %d clients: %.2f runs/s\n", o.Clients, rep.SustainedColdPerSec)
 	return nil
+}
+
+// closeRT closes rt even when ctx is done (an interrupted bench still
+// removes its containers), within a minute.
+func closeRT(ctx context.Context, rt *container.Runtime) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return rt.Close(cctx)
 }
 
 func ratio(a, b float64) float64 {
@@ -677,13 +685,16 @@ func sustained(ctx context.Context, rt *container.Runtime, clients int, d time.D
 // directories, goroutines.
 func soak(ctx context.Context, t *target, n int) (*Soak, error) {
 	before := runtime.NumGoroutine()
-	owner := fmt.Sprintf("bench-soak-%d-%s", os.Getpid(), strconv.FormatInt(time.Now().UnixNano(), 36))
+	// This process's own owner label, so the reaper can judge what an
+	// interrupted soak leaves: every other runtime of this bench is closed
+	// by now, so whatever carries it afterwards is a leftover.
+	owner := container.OwnerOf(os.Getpid())
 	rt, err := t.newRT(ctx, backend.TypeScript, container.WithPool(2), container.WithOwner(owner))
 	if err != nil {
 		return nil, err
 	}
 	s := &Soak{Runs: n}
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		if _, _, err := timeRun(ctx, rt, trivialTS, noop); err != nil {
 			s.Failures++
 			if s.Failures <= 3 {
@@ -691,8 +702,11 @@ func soak(ctx context.Context, t *target, n int) (*Soak, error) {
 			}
 		}
 	}
-	if err := rt.Close(ctx); err != nil {
+	if err := closeRT(ctx, rt); err != nil {
 		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("soak interrupted: %w", err)
 	}
 	list, err := t.Driver.List(ctx, container.LabelOwner, owner)
 	if err != nil {
