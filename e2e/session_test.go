@@ -548,6 +548,28 @@ func TestServeRefusesOpenListener(t *testing.T) {
 	}
 }
 
+// SIGHUP, the signal operators send to reload, never kills the daemon:
+// without --auth there is nothing to reload and it is ignored.
+func TestServeSurvivesSIGHUPWithoutAuth(t *testing.T) {
+	s := startService(t, nil, "--pool", "0")
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(s.stderr.String(), "SIGHUP"); time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-s.exited:
+			t.Fatalf("serve died of SIGHUP: %v\n%s", err, s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve never logged the SIGHUP:\n%s", s.stderr.String())
+		}
+	}
+	if code, body := s.request(t, "GET", "/healthz", "", nil); code != http.StatusOK {
+		t.Fatalf("after SIGHUP: /healthz %d %s", code, body)
+	}
+}
+
 // TLS and mTLS with certificates made here: no client certificate is
 // 401, a certificate of another CA fails the handshake, the right one
 // runs a session; /healthz needs none.

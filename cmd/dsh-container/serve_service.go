@@ -113,11 +113,10 @@ func (o *serviceOptions) checkListener(ln net.Listener, log *slog.Logger) error 
 }
 
 // reloadOnHUP reloads the auth file on SIGHUP until ctx ends. Runs in
-// flight keep their tenant; a bad file keeps the table as it was.
+// flight keep their tenant; a bad file keeps the table as it was. Without
+// an auth file SIGHUP is logged and ignored: a daemon must not die of the
+// signal operators send to reload.
 func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, queue int, log *slog.Logger) (stop func()) {
-	if sv.auth == nil {
-		return func() {}
-	}
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	done := make(chan struct{})
@@ -128,6 +127,10 @@ func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, 
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if sv.auth == nil {
+					log.Info("SIGHUP: no --auth file to reload; ignored")
+					continue
+				}
 				if err := sv.auth.Reload(o.Auth, maxRuns, queue); err != nil {
 					log.Error("SIGHUP: auth file not reloaded; the tenants stay as they were", "err", err)
 					continue
