@@ -37,6 +37,9 @@ type sandbox struct {
 	readyAt time.Time
 	limits  Limits
 	lang    backend.Language
+	// exitGrace is how long a broken bridge waits for the container's
+	// exit status (see lostRunner).
+	exitGrace time.Duration
 	// peakMemory is the most memory the container was seen to use (0 when
 	// the driver cannot tell): see sampleMemory.
 	peakMemory atomic.Int64
@@ -71,7 +74,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%w: the bridge endpoint: %w", errdefs.ErrUnavailable, err)
 	}
-	sb := &sandbox{driver: r.driver, cpu: r.driver.(CPUMeter), runID: runID, bridge: newBridge(ep, l.FrameBytes), limits: l, lang: r.opts.language, out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
+	sb := &sandbox{driver: r.driver, cpu: r.driver.(CPUMeter), runID: runID, bridge: newBridge(ep, l.FrameBytes), limits: l, lang: r.opts.language, exitGrace: exitGraceFor(r.opts.ociRuntime), out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
 	defer func() {
 		if retErr != nil {
 			sb.teardown(ctx, log)

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/portproto"
 )
 
@@ -21,7 +22,7 @@ func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
 	}
 	// The connection usually breaks because the container is exiting;
 	// give its status a moment to arrive.
-	t := time.NewTimer(2 * time.Second)
+	t := time.NewTimer(sb.exitGrace)
 	defer t.Stop()
 	select {
 	case st := <-sb.exit:
@@ -31,6 +32,18 @@ func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
 		return abortFailure(ctx)
 	}
 	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
+}
+
+// exitGraceFor is how long a broken bridge waits for the container's exit
+// status under an OCI runtime: 2s, and 10s under gVisor, whose sandbox
+// reports its init's death only after tearing down its kernel (seconds on
+// a loaded host). Either way the wait ends early with the status, and the
+// run's own context bounds it.
+func exitGraceFor(ociRuntime string) time.Duration {
+	if seccomp.IsGVisor(ociRuntime) {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
 }
 
 // v8AbortStatus is a TypeScript runner's exit status when V8 aborts the

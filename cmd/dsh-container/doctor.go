@@ -85,11 +85,11 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 	ok("OCI runtimes registered: %s (default %s)", strings.Join(slices.Sorted(maps.Keys(info.Runtimes)), ", "), info.DefaultRuntime)
 	if rsArgs, found := info.Runtimes["runsc"]; found {
 		args := strings.Join(rsArgs, " ")
-		if strings.Contains(args, "--host-uds=open") && strings.Contains(args, "--network=none") {
-			ok("runsc is configured with --host-uds=open --network=none")
+		if strings.Contains(args, "--host-uds=open") && strings.Contains(args, "--network=none") && strings.Contains(args, "--oci-seccomp") {
+			ok("runsc is configured with --host-uds=open --network=none --oci-seccomp")
 		} else {
-			bad(`set "runtimeArgs": ["--host-uds=open", "--network=none"] for runsc in /etc/docker/daemon.json and reload the daemon`,
-				"runsc is registered with args %q; the bridge socket needs --host-uds=open and isolation needs --network=none", args)
+			bad(`set "runtimeArgs": ["--host-uds=open", "--network=none", "--oci-seccomp"] for runsc in /etc/docker/daemon.json and send dockerd SIGHUP`,
+				"runsc is registered with args %q; the bridge socket needs --host-uds=open, isolation --network=none, and our seccomp profile --oci-seccomp (without it gVisor ignores the profile)", args)
 		}
 	} else if isCtrd {
 		note("runsc (gVisor) is not installed; --runtime runsc is unavailable (apt-get install runsc: the containerd driver runs it through gVisor's shim when installed, else through the runc shim)")

@@ -24,8 +24,11 @@ const (
 )
 
 // RunscArgs are the flags gVisor needs here: the bridge is a host Unix
-// socket (--host-uds=open) and the sandbox has no network (--network=none).
-var RunscArgs = []string{"--host-uds=open", "--network=none"}
+// socket (--host-uds=open), the sandbox has no network (--network=none),
+// and the container's seccomp profile applies inside the sandbox
+// (--oci-seccomp; without it runsc ignores the profile, and the runtime
+// gives gVisor the profile seccomp.ForGVisor adapts).
+var RunscArgs = []string{"--host-uds=open", "--network=none", "--oci-seccomp"}
 
 // ociRuntime is one way to run a container: a shim and its options.
 type ociRuntime struct {
@@ -79,7 +82,8 @@ func runscConfigured(path string) bool {
 		return false
 	}
 	s := strings.ReplaceAll(string(data), " ", "")
-	return strings.Contains(s, `host-uds="open"`) && strings.Contains(s, `network="none"`)
+	return strings.Contains(s, `host-uds="open"`) && strings.Contains(s, `network="none"`) &&
+		(strings.Contains(s, `oci-seccomp="true"`) || strings.Contains(s, `oci-seccomp=true`))
 }
 
 func runcWith(name, binary string, args []string) ociRuntime {

@@ -189,10 +189,12 @@ for th in threads:
 return {"started": started, "error": error}`)),
 		limits: func(l *container.Limits) { l.Pids = 64; l.MemoryBytes = 512 << 20 },
 		check:  threadBombCheck(64),
-		// Under gVisor the limit is GVisorPids, which also holds the
-		// Sentry's own threads: fewer guest threads start before the
-		// limit, or the sandbox dies at it (an exit).
-		gVisorCheck: threadBombCheck(GVisorPids),
+		// Under gVisor a guest thread is a task of gVisor's kernel, not a
+		// host thread: the pids limit (GVisorPids) holds the Sentry's
+		// own threads, not the guest's. The bomb is then bounded by the
+		// compute budget or the memory limit, or the sandbox dies at the
+		// limit (an exit): any typed outcome, never a hang.
+		gVisorCheck: gVisorThreadBombCheck,
 	},
 	{
 		name: "memory bomb",
@@ -673,6 +675,28 @@ return {"fulfilled": len(rs) - len(rejected), "rejected": len(rejected), "reason
 			outcome(t, lang, res, "%d served, %d rejected with %q", v.Fulfilled, v.Rejected, v.Reason)
 		},
 	},
+}
+
+// gVisorThreadBombCheck: under gVisor the thread bomb ends with a typed
+// outcome — the compute budget, the memory limit, the sandbox's death, a
+// failed thread creation — or stops itself after an error.
+func gVisorThreadBombCheck(t *testing.T, lang backend.Language, res backend.RunResult) {
+	if res.Error != nil {
+		switch res.Error.Kind {
+		case backend.FailureTimeout, backend.FailureOOM, backend.FailureExit, backend.FailureException:
+			outcome(t, lang, res, "%s", firstLine(res.Error.Message))
+			return
+		}
+		t.Fatalf("thread bomb: %s: %s", res.Error.Kind, res.Error.Message)
+	}
+	v := decode[struct {
+		Started int
+		Error   string
+	}](t, res)
+	if v.Error == "" {
+		t.Fatalf("thread bomb finished without an error: %+v", v)
+	}
+	outcome(t, lang, res, "%d threads/workers started, then %q", v.Started, v.Error)
 }
 
 // threadBombCheck: the thread bomb ends below the pids limit. Node may not
