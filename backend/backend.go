@@ -132,7 +132,11 @@ type BindingNamespace struct {
 //
 // A runtime invokes one run's bindings one at a time, in the order the
 // program issued the calls — even when the program awaits several at once
-// (Promise.all, asyncio.gather) — and starts none after the run settles.
+// (Promise.all, asyncio.gather) — and starts none after the run settles or
+// is cancelled. The runtime is the one owner of that order: it queues the
+// calls the program has issued (and bounds the queue), and its callers keep
+// no queue of their own — the registry numbers calls in the order they
+// arrive and relies on this promise for the numbers to be the issue order.
 type BindingFunc func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
 
 // ValueKind says how RunResult.Value was produced.

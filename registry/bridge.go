@@ -3,7 +3,9 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -11,11 +13,17 @@ import (
 
 // bridge is the dispatch bridge of one run_code run. It turns every tool the
 // scope can see into a binding; each binding call is normalized, numbered
-// and queued; one dispatch goroutine executes the queue in submission order
-// through the registry's pipeline, so concurrent calls from the program run
-// one at a time. Settlement cancels the run-scoped context, abandons queued
-// calls and waits for the dispatch goroutine: nothing starts or survives
-// after it.
+// and executed through the registry's pipeline on the caller's goroutine.
+//
+// Call order has one owner: the runtime. backend.BindingFunc promises that a
+// run's bindings are invoked one at a time, in the order the program issued
+// the calls, and none after settlement; the bridge numbers calls in the
+// order they arrive, so the numbers are the issue order. It keeps no queue
+// of its own. What it does keep is the settle guard: once the run settles,
+// or its context is cancelled, no call starts, and settle waits for the one
+// in flight. A runtime that breaks the seam by invoking a binding while
+// another runs gets that call rejected, unnumbered and unexecuted: two tool
+// calls of one run never overlap.
 type bridge struct {
 	r      *Registry
 	parent Execution
@@ -25,45 +33,20 @@ type bridge struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	n       int // sub-calls submitted so far
-	settled bool
-	queue   []*subCall
+	mu       sync.Mutex
+	n        int // sub-calls numbered so far
+	settled  bool
+	running  bool           // a sub-call is executing
+	inflight sync.WaitGroup // the executing sub-call; Add only under mu, before settled
 
-	wake chan struct{} // capacity 1: "the queue or settled changed"
-	done chan struct{} // closed when the dispatch goroutine exits
-
-	// Event accounting, touched only by the dispatch goroutine and, after
-	// it exits, by settle.
+	// Event accounting, under mu.
 	events, eventBytes, dropped int
 	settleOnce                  sync.Once
 }
 
-type subCall struct {
-	seq  int
-	tool Tool
-	exec Execution
-	// ctx is cancelled when the run settles or the binding's caller gives
-	// up; cancel must be called once the call is finished.
-	ctx    context.Context
-	cancel context.CancelFunc
-	reply  chan subReply // capacity 1
-}
-
-type subReply struct {
-	value json.RawMessage
-	err   error
-}
-
 func (r *Registry) newBridge(ctx context.Context, parent Execution) *bridge {
 	runCtx, cancel := context.WithCancel(ctx)
-	b := &bridge{
-		r: r, parent: parent, tools: r.visible(parent.Scope),
-		ctx: runCtx, cancel: cancel,
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
-	}
-	go b.dispatchLoop()
-	return b
+	return &bridge{r: r, parent: parent, tools: r.visible(parent.Scope), ctx: runCtx, cancel: cancel}
 }
 
 // functions returns one binding per visible tool.
@@ -77,75 +60,104 @@ func (b *bridge) functions() map[string]backend.BindingFunc {
 	return fns
 }
 
-// call is one binding invocation from the program.
+// errOverlap rejects a binding invoked while another of its run executes:
+// the runtime broke backend.BindingFunc's promise.
+var errOverlap = errors.New("the code runtime invoked a binding while another was still running (bindings run one at a time); the call was not executed")
+
+// call is one binding invocation from the program. It returns when the
+// tool's execution has finished.
 func (b *bridge) call(ctx context.Context, t Tool, raw json.RawMessage) (json.RawMessage, error) {
 	args, err := NormalizeArguments(raw)
 	if err != nil {
 		return nil, fmt.Errorf("tools[%q]: %w", t.Name, err)
 	}
-	sc, err := b.submit(t, args)
+	sc, err := b.begin(ctx, t, args)
 	if err != nil {
-		return nil, fmt.Errorf("tools[%q]: %w", t.Name, err)
+		return nil, err
 	}
-	select {
-	case rep := <-sc.reply:
-		return rep.value, rep.err
-	case <-ctx.Done():
-		sc.cancel() // a queued call is abandoned, a running one cancelled
-		return nil, fmt.Errorf("tools[%q]: %w", t.Name, context.Cause(ctx))
+	defer b.end()
+	// The tool's context ends with the run or with the binding's own.
+	cctx, cancel := context.WithCancel(b.ctx)
+	defer cancel()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
 	}
+	sc.ctx = cctx
+	return b.dispatch(sc)
 }
 
-// submit numbers a call and queues it.
-func (b *bridge) submit(t Tool, args json.RawMessage) (*subCall, error) {
+type subCall struct {
+	seq  int
+	tool Tool
+	exec Execution
+	ctx  context.Context
+}
+
+// begin numbers a call and decides, under the lock, whether it may start.
+// Nothing starts once the run has settled or its context, or the
+// binding's, is done. The run's own context is checked, not only the
+// binding's: cancelling a context marks it done before it cancels its
+// children one by one, so a derived context may still look live for a
+// moment after the run was cancelled (issue 18 item 17).
+func (b *bridge) begin(ctx context.Context, t Tool, args json.RawMessage) (*subCall, error) {
 	b.mu.Lock()
-	if b.settled {
-		b.mu.Unlock()
-		return nil, errRunSettled
+	defer b.mu.Unlock()
+	switch {
+	case b.settled:
+		return nil, fmt.Errorf("tools[%q]: %w: %w", t.Name, ErrCallAbandoned, errRunSettled)
+	case b.running:
+		return nil, fmt.Errorf("tools[%q]: %w", t.Name, errOverlap)
 	}
 	b.n++
-	ctx, cancel := context.WithCancel(b.ctx)
 	sc := &subCall{
 		seq:  b.n,
 		tool: t,
 		exec: Execution{
-			CallID:    fmt.Sprintf("%s:code:%d", b.parent.CallID, b.n),
+			CallID:    b.parent.CallID + ":code:" + strconv.Itoa(b.n),
 			Name:      t.Name,
 			Arguments: args,
 			Parent:    b.parent.CallID,
 			Scope:     b.parent.Scope,
 		},
-		ctx: ctx, cancel: cancel,
-		reply: make(chan subReply, 1),
 	}
-	b.queue = append(b.queue, sc)
-	b.mu.Unlock()
-	b.signal()
-	if hook := b.r.testHookSubmitted; hook != nil {
-		hook(sc.exec.CallID)
+	var abandon error
+	switch {
+	case b.ctx.Err() != nil:
+		abandon = context.Cause(b.ctx)
+	case ctx.Err() != nil:
+		abandon = context.Cause(ctx)
 	}
+	if abandon != nil {
+		return nil, fmt.Errorf("tools[%q] (%s): %w: %w", t.Name, sc.exec.CallID, ErrCallAbandoned, abandon)
+	}
+	b.running = true
+	b.inflight.Add(1)
 	return sc, nil
 }
 
-func (b *bridge) signal() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+// end marks the executing call finished.
+func (b *bridge) end() {
+	b.mu.Lock()
+	b.running = false
+	b.mu.Unlock()
+	b.inflight.Done()
 }
 
-// settle ends the run: no call starts after it returns, queued calls are
-// abandoned, and the dispatch goroutine has exited. Idempotent.
+// settle ends the run: no call starts after it returns, and the call in
+// flight, if any, has finished. Idempotent.
 func (b *bridge) settle() {
 	b.mu.Lock()
 	b.settled = true
 	b.mu.Unlock()
 	b.cancel()
-	b.signal()
-	<-b.done
+	b.inflight.Wait()
 	b.settleOnce.Do(func() {
-		if b.dropped > 0 {
-			b.r.emit(Event{Type: EventCodeDispatchDropped, ParentCallID: b.parent.CallID, Dropped: b.dropped})
+		b.mu.Lock()
+		dropped := b.dropped
+		b.mu.Unlock()
+		if dropped > 0 {
+			b.r.emit(Event{Type: EventCodeDispatchDropped, ParentCallID: b.parent.CallID, Dropped: dropped})
 		}
 	})
 }
@@ -156,71 +168,24 @@ func (b *bridge) emitBounded(ev Event) {
 		return
 	}
 	size := ev.size()
-	if b.events >= MaxEventsPerRun || b.eventBytes+size > MaxEventBytesPerRun {
+	b.mu.Lock()
+	full := b.events >= MaxEventsPerRun || b.eventBytes+size > MaxEventBytesPerRun
+	if full {
 		b.dropped++
-		return
+	} else {
+		b.events++
+		b.eventBytes += size
 	}
-	b.events++
-	b.eventBytes += size
-	b.r.emit(ev)
-}
-
-// dispatchLoop executes queued calls one at a time, in submission order.
-func (b *bridge) dispatchLoop() {
-	defer close(b.done)
-	for {
-		sc, abandon, ok := b.next()
-		if !ok {
-			return
-		}
-		if abandon != nil {
-			sc.reply <- subReply{err: fmt.Errorf("tools[%q] (%s): %w: %w", sc.exec.Name, sc.exec.CallID, ErrCallAbandoned, abandon)}
-			sc.cancel()
-			continue
-		}
-		b.dispatch(sc)
-	}
-}
-
-// next takes the oldest queued call, deciding under the lock whether it may
-// start. ok is false once the run has settled and the queue is empty.
-func (b *bridge) next() (sc *subCall, abandon error, ok bool) {
-	for {
-		b.mu.Lock()
-		if len(b.queue) > 0 {
-			sc = b.queue[0]
-			b.queue[0] = nil
-			b.queue = b.queue[1:]
-			// The run's own context is checked, not only the call's:
-			// cancelling a context marks it done before it cancels its
-			// children one by one, so the call's context may still look
-			// live for a moment after the run was cancelled — long enough
-			// for the call before it to return and this one to start.
-			switch {
-			case b.settled:
-				abandon = errRunSettled
-			case b.ctx.Err() != nil:
-				abandon = context.Cause(b.ctx)
-			case sc.ctx.Err() != nil:
-				abandon = context.Cause(sc.ctx)
-			}
-			b.mu.Unlock()
-			return sc, abandon, true
-		}
-		settled := b.settled
-		b.mu.Unlock()
-		if settled {
-			return nil, nil, false
-		}
-		<-b.wake
+	b.mu.Unlock()
+	if !full {
+		b.r.emit(ev)
 	}
 }
 
 // dispatch runs one sub-call through the pipeline, emits its event and
-// resolves or rejects the binding.
-func (b *bridge) dispatch(sc *subCall) {
+// returns the binding's resolution or rejection.
+func (b *bridge) dispatch(sc *subCall) (json.RawMessage, error) {
 	res := b.r.pipeline(sc.ctx, sc.exec, sc.tool.run)
-	sc.cancel()
 	text := res.Text()
 	// A tool with an output schema resolves to its structured value (the
 	// type the SDK declares); any other to its text.
@@ -251,20 +216,17 @@ func (b *bridge) dispatch(sc *subCall) {
 		if text == "" {
 			text = "tool call failed"
 		}
-		sc.reply <- subReply{err: &bindingError{msg: text, err: res.Err}}
-		return
+		return nil, &bindingError{msg: text, err: res.Err}
 	}
 	if structured {
 		// Canonical again: a post-execute hook may have replaced it.
 		v, err := canonicalJSON(res.StructuredContent)
 		if err != nil {
-			err = fmt.Errorf("tool %q: structured content is not lossless JSON: %w", sc.exec.Name, err)
+			return nil, fmt.Errorf("tool %q: structured content is not lossless JSON: %w", sc.exec.Name, err)
 		}
-		sc.reply <- subReply{value: v, err: err}
-		return
+		return v, nil
 	}
-	v, err := encodeCanonical(text)
-	sc.reply <- subReply{value: v, err: err}
+	return encodeCanonical(text)
 }
 
 // bindingError is a sub-call's rejection: its text is what the program sees.

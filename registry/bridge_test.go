@@ -86,13 +86,11 @@ func assertEvents(t *testing.T, got, want []Event) {
 	}
 }
 
-// TestRunCodeSubmissionOrder issues calls concurrently, each submitted only
-// after the previous one is queued, while the first is still executing: they
-// run one at a time, in submission order, numbered 1..n.
+// TestRunCodeSubmissionOrder issues calls concurrently (Promise.all) while
+// the first is still executing: the runtime runs them one at a time, in
+// issue order, and the registry numbers them 1..n in that order.
 func TestRunCodeSubmissionOrder(t *testing.T) {
 	r, rt, ev := codeReg(t)
-	submitted := make(chan string, 16)
-	r.testHookSubmitted = func(id string) { submitted <- id }
 	release := make(chan struct{})
 	var mu sync.Mutex
 	var order []string
@@ -120,9 +118,6 @@ func TestRunCodeSubmissionOrder(t *testing.T) {
 		var ps []*registrytest.Pending
 		for i := range n {
 			ps = append(ps, env.Go("work", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))))
-			if id := <-submitted; id != fmt.Sprintf("run:code:%d", i+1) {
-				return nil, fmt.Errorf("submission %d got id %s", i, id)
-			}
 		}
 		close(release)
 		var out []string
@@ -157,52 +152,100 @@ func TestRunCodeSubmissionOrder(t *testing.T) {
 }
 
 // TestRunCodeSerializesUnderContention fires many calls at once without any
-// coordination: whatever order they are submitted in, they execute one at a
-// time and in id order, every id once.
+// coordination: whatever order the runtime issues them in, they execute one
+// at a time and in id order, every id once. A runtime that breaks the seam
+// by invoking a binding while another runs gets that call rejected
+// unexecuted and unnumbered: the registry never runs two at once.
 func TestRunCodeSerializesUnderContention(t *testing.T) {
-	r, rt, ev := codeReg(t)
-	var mu sync.Mutex
-	var ids []string
-	var running atomic.Int32
-	overlap := false
-	mustRegister(t, r, Tool{Name: "work", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
-		if running.Add(1) > 1 {
-			overlap = true
+	t.Run("runtime", func(t *testing.T) {
+		r, rt, ev := codeReg(t)
+		var mu sync.Mutex
+		var ids []string
+		var running atomic.Int32
+		var overlap atomic.Bool
+		mustRegister(t, r, Tool{Name: "work", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+			if running.Add(1) > 1 {
+				overlap.Store(true)
+			}
+			defer running.Add(-1)
+			mu.Lock()
+			ids = append(ids, exec.CallID)
+			mu.Unlock()
+			return []Block{TextBlock("ok")}, nil
+		}})
+		const n = 64
+		rt.Handle("burst", func(ctx context.Context, env *registrytest.Env) (any, error) {
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					<-start
+					env.Call("work", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
+				})
+			}
+			close(start)
+			wg.Wait()
+			return nil, nil
+		})
+		if res := r.Execute(t.Context(), runCall("p", "burst")); res.IsError {
+			t.Fatalf("run_code: %s", res.Text())
 		}
-		defer running.Add(-1)
-		mu.Lock()
-		ids = append(ids, exec.CallID)
-		mu.Unlock()
-		return []Block{TextBlock("ok")}, nil
-	}})
-	const n = 64
-	rt.Handle("burst", func(ctx context.Context, env *registrytest.Env) (any, error) {
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Go(func() {
-				<-start
-				env.Call("work", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)))
-			})
+		if overlap.Load() {
+			t.Errorf("sub-calls overlapped")
 		}
-		close(start)
-		wg.Wait()
-		return nil, nil
+		for i, id := range ids {
+			if want := fmt.Sprintf("p:code:%d", i+1); id != want {
+				t.Fatalf("execution %d had id %s, want %s (all: %q)", i, id, want, ids)
+			}
+		}
+		if len(ids) != n || len(ev.all()) != n {
+			t.Errorf("%d executions, %d events, want %d", len(ids), len(ev.all()), n)
+		}
 	})
-	if res := r.Execute(t.Context(), runCall("p", "burst")); res.IsError {
-		t.Fatalf("run_code: %s", res.Text())
-	}
-	if overlap {
-		t.Errorf("sub-calls overlapped")
-	}
-	for i, id := range ids {
-		if want := fmt.Sprintf("p:code:%d", i+1); id != want {
-			t.Fatalf("execution %d had id %s, want %s (all: %q)", i, id, want, ids)
+	t.Run("seam broken", func(t *testing.T) {
+		started, release := make(chan struct{}), make(chan struct{})
+		var overlapErr, firstErr, thirdErr error
+		rt := funcRuntime{lang: backend.TypeScript, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+			fn := req.Bindings[0].Functions["work"]
+			first := make(chan struct{})
+			go func() {
+				defer close(first)
+				_, firstErr = fn(ctx, json.RawMessage(`{"n":1}`))
+			}()
+			<-started
+			_, overlapErr = fn(ctx, json.RawMessage(`{"n":2}`)) // while the first runs
+			close(release)
+			<-first
+			_, thirdErr = fn(ctx, json.RawMessage(`{"n":3}`))
+			return backend.RunResult{}, nil
+		}}
+		ev := &events{}
+		r := newReg(t, WithMode(ModeCode), WithRuntime(rt), WithEventSink(ev.sink))
+		var ran []string
+		mustRegister(t, r, Tool{Name: "work", Execute: func(_ context.Context, exec Execution) ([]Block, error) {
+			ran = append(ran, exec.CallID+"="+string(exec.Arguments))
+			if exec.CallID == "p:code:1" {
+				close(started)
+				<-release
+			}
+			return nil, nil
+		}})
+		if res := r.Execute(t.Context(), runCall("p", "x")); res.IsError {
+			t.Fatalf("run_code: %s", res.Text())
 		}
-	}
-	if len(ids) != n || len(ev.all()) != n {
-		t.Errorf("%d executions, %d events, want %d", len(ids), len(ev.all()), n)
-	}
+		if !errors.Is(overlapErr, errOverlap) || !strings.Contains(overlapErr.Error(), "one at a time") {
+			t.Errorf("overlapping call: %v, want it rejected", overlapErr)
+		}
+		if firstErr != nil || thirdErr != nil {
+			t.Errorf("first %v, third %v; want both to resolve", firstErr, thirdErr)
+		}
+		if want := []string{`p:code:1={"n":1}`, `p:code:2={"n":3}`}; !slices.Equal(ran, want) {
+			t.Errorf("ran %q, want %q", ran, want)
+		}
+		if len(ev.all()) != 2 {
+			t.Errorf("events %+v, want the two calls that ran", ev.all())
+		}
+	})
 }
 
 // TestRunCodeConcurrentRuns: two runs on one registry number independently.
@@ -241,8 +284,6 @@ func TestRunCodeConcurrentRuns(t *testing.T) {
 // abort, and only the call that ran is logged.
 func TestRunCodeOuterCancellation(t *testing.T) {
 	r, rt, ev := codeReg(t)
-	submitted := make(chan string, 8)
-	r.testHookSubmitted = func(id string) { submitted <- id }
 	started := make(chan struct{})
 	var executed atomic.Int32
 	mustRegister(t, r, Tool{Name: "slow", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
@@ -256,12 +297,8 @@ func TestRunCodeOuterCancellation(t *testing.T) {
 	var rejections []error
 	rt.Handle("fan-out", func(pctx context.Context, env *registrytest.Env) (any, error) {
 		ps := []*registrytest.Pending{env.Go("slow", nil)}
-		<-submitted
 		<-started
-		ps = append(ps, env.Go("slow", nil))
-		<-submitted
-		ps = append(ps, env.Go("slow", nil))
-		<-submitted
+		ps = append(ps, env.Go("slow", nil), env.Go("slow", nil))
 		cancel()
 		for _, p := range ps {
 			_, err := p.Wait()
@@ -286,38 +323,65 @@ func TestRunCodeOuterCancellation(t *testing.T) {
 	if len(got) != 1 || got[0].CallID != "outer:code:1" || !got[0].IsError || !strings.Contains(got[0].Summary, "canceled") {
 		t.Errorf("events = %+v, want one error event for the running call", got)
 	}
+	// A runtime that dequeues a call after the run was cancelled and
+	// invokes it anyway: the registry's guard rejects it unexecuted, even
+	// when the binding's own context is still live.
+	t.Run("late runtime", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		var lateErr error
+		rt := funcRuntime{lang: backend.Python, run: func(rctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+			fn := req.Bindings[0].Functions["slow"]
+			fn(context.Background(), nil)
+			_, lateErr = fn(context.Background(), nil)
+			return backend.RunResult{Error: &backend.Failure{Kind: backend.FailureAbort, Message: "cancelled"}}, nil
+		}}
+		r := newReg(t, WithMode(ModeCode), WithRuntime(rt))
+		var executed atomic.Int32
+		mustRegister(t, r, Tool{Name: "slow", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
+			executed.Add(1)
+			cancel()
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}})
+		r.Execute(ctx, runCall("outer", "x"))
+		if n := executed.Load(); n != 1 {
+			t.Errorf("%d sub-calls executed, want 1", n)
+		}
+		if !errors.Is(lateErr, ErrCallAbandoned) || !errors.Is(lateErr, context.Canceled) {
+			t.Errorf("late call: %v, want abandoned with the run's cancellation", lateErr)
+		}
+	})
 }
 
 // TestRunCodeSettlementAbandonsQueue uses a runtime that returns from Run
-// while calls are still pending (a broken runtime that does not wait for
-// its binding goroutines): settlement cancels the running call, abandons the
-// queued ones, and Execute returns only after the running call finished.
+// while its queue still holds calls, and goes on invoking them after (a
+// broken runtime that neither waits for its binding calls nor stops at
+// settlement): settlement cancels the running call, Execute returns only
+// after it finished, and the calls invoked after settlement reject without
+// executing.
 func TestRunCodeSettlementAbandonsQueue(t *testing.T) {
 	started := make(chan struct{})
 	var finished atomic.Bool
 	var callers sync.WaitGroup
 	errs := make([]error, 3)
-	submitted := make(chan string, 8)
 	rt := funcRuntime{lang: backend.TypeScript, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
 		fn := req.Bindings[0].Functions["slow"]
-		for i := range 3 {
-			callers.Go(func() { _, errs[i] = fn(context.Background(), nil) })
-			<-submitted
-			if i == 0 {
-				<-started
+		callers.Go(func() {
+			for i := range errs {
+				_, errs[i] = fn(context.Background(), nil)
 			}
-		}
+		})
+		<-started
 		return backend.RunResult{}, nil // settles with three calls pending
 	}}
 	ev := &events{}
 	r := newReg(t, WithMode(ModeCode), WithRuntime(rt), WithEventSink(ev.sink))
-	r.testHookSubmitted = func(id string) { submitted <- id }
 	var executed atomic.Int32
 	mustRegister(t, r, Tool{Name: "slow", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
 		executed.Add(1)
 		close(started)
 		<-ctx.Done()
-		time.Sleep(20 * time.Millisecond) // cleanup work that drain must wait for
+		time.Sleep(20 * time.Millisecond) // cleanup work that settlement must wait for
 		finished.Store(true)
 		return nil, ctx.Err()
 	}})
@@ -366,92 +430,58 @@ func TestRunCodeNothingStartsAfterSettlement(t *testing.T) {
 	}
 }
 
-// TestRunCodeBindingContextCancelled: the runtime gives up on one queued
-// call (its binding context ends): that call is abandoned, later ones run.
+// TestRunCodeBindingContextCancelled: the runtime gives up on a call (its
+// binding context ends) before invoking it: that call is abandoned
+// unexecuted, numbered, and later ones run. A binding context that ends
+// while its call runs cancels the tool's context.
 func TestRunCodeBindingContextCancelled(t *testing.T) {
-	// Every wait has a deadline: a bridge that loses or stalls a call
-	// fails the test, saying which, instead of hanging it.
-	const deadline = 10 * time.Second
-	submitted := make(chan string, 8)
-	started := make(chan struct{})
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	var errs [4]error
+	midStarted := make(chan struct{})
 	rt := funcRuntime{lang: backend.Python, run: func(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
-		defer unblock() // the first call never outlives the run
 		fn := req.Bindings[0].Functions["t"]
-		var wg sync.WaitGroup
-		errs := make([]error, 3)
-		cctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		ctxs := []context.Context{ctx, cctx, ctx}
-		secondDone := make(chan struct{})
-		timeout := time.After(deadline)
-		for i := range 3 {
-			wg.Go(func() {
-				_, errs[i] = fn(ctxs[i], nil)
-				if i == 1 {
-					close(secondDone)
-				}
-			})
-			select {
-			case <-submitted:
-			case <-timeout:
-				return backend.RunResult{}, fmt.Errorf("call %d was not submitted within %v", i+1, deadline)
-			}
-			if i == 0 {
-				select {
-				case <-started:
-				case <-timeout:
-					return backend.RunResult{}, fmt.Errorf("the first call did not start within %v", deadline)
-				}
-			}
-		}
-		cancel() // the second call, still queued, is given up on
-		select {
-		case <-secondDone:
-		case <-timeout:
-			return backend.RunResult{}, fmt.Errorf("the second call was still pending %v after its context was cancelled", deadline)
-		}
-		unblock()
-		allDone := make(chan struct{})
+		_, errs[0] = fn(ctx, nil)
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		_, errs[1] = fn(gone, nil) // given up on before it started
+		_, errs[2] = fn(ctx, nil)
+		mid, cancelMid := context.WithCancel(ctx)
+		defer cancelMid()
 		go func() {
-			wg.Wait()
-			close(allDone)
+			<-midStarted
+			cancelMid() // given up on while it runs
 		}()
-		select {
-		case <-allDone:
-		case <-timeout:
-			return backend.RunResult{}, fmt.Errorf("the first and third calls did not return within %v", deadline)
-		}
-		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], context.Canceled) {
-			return backend.RunResult{}, fmt.Errorf("errs = %v", errs)
-		}
+		_, errs[3] = fn(mid, json.RawMessage(`{"cancel":true}`))
 		return backend.RunResult{}, nil
 	}}
 	r := newReg(t, WithMode(ModeBoth), WithRuntime(rt))
-	r.testHookSubmitted = func(id string) { submitted <- id }
-	var ran []string // only the dispatch goroutine appends
-	mustRegister(t, r, Tool{Name: "t", Execute: func(_ context.Context, exec Execution) ([]Block, error) {
-		if exec.CallID == "p:code:1" {
-			close(started)
-			<-release
-		}
+	var ran []string // calls run one at a time, on the runtime's goroutine
+	mustRegister(t, r, Tool{Name: "t", Execute: func(ctx context.Context, exec Execution) ([]Block, error) {
 		ran = append(ran, exec.CallID)
+		if string(exec.Arguments) == `{"cancel":true}` {
+			close(midStarted)
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(10 * time.Second):
+				return nil, errors.New("the binding's cancellation did not reach the tool")
+			}
+		}
 		return nil, nil
 	}})
-	done := make(chan Result, 1)
-	go func() { done <- r.Execute(t.Context(), runCall("p", "x")) }()
-	var res Result
-	select {
-	case res = <-done:
-	case <-time.After(2 * deadline):
-		t.Fatalf("run_code did not return within %v: the run does not drain", 2*deadline)
-	}
+	res := r.Execute(t.Context(), runCall("p", "x"))
 	if res.IsError {
 		t.Fatal(res.Text())
 	}
-	if want := []string{"p:code:1", "p:code:3"}; !slices.Equal(ran, want) {
+	if errs[0] != nil || errs[2] != nil {
+		t.Errorf("errs = %v, want calls 1 and 3 to resolve", errs)
+	}
+	if !errors.Is(errs[1], ErrCallAbandoned) || !errors.Is(errs[1], context.Canceled) {
+		t.Errorf("call 2: %v, want abandoned with its context's cause", errs[1])
+	}
+	if errs[3] == nil || !strings.Contains(errs[3].Error(), "canceled") {
+		t.Errorf("call 4: %v, want the tool's cancellation", errs[3])
+	}
+	if want := []string{"p:code:1", "p:code:3", "p:code:4"}; !slices.Equal(ran, want) {
 		t.Errorf("ran %q, want %q", ran, want)
 	}
 }

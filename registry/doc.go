@@ -59,18 +59,20 @@
 // the call's scope can see. Each binding call from the program is
 // normalized (lossy values such as NaN, Infinity, lone surrogates and
 // duplicate keys reject the call before dispatch), numbered
-// "<parent>:code:<n>" in submission order with the run_code call as parent,
-// and queued; one queue per run executes sub-calls one at a time in
-// submission order, so Promise.all / asyncio.gather gain fewer model round
-// trips, not parallelism. A sub-call's text content resolves the binding as
+// "<parent>:code:<n>" in issue order with the run_code call as parent, and
+// executed on the runtime's goroutine. The runtime owns the order: it
+// invokes a run's bindings one at a time, in the order the program issued
+// the calls (backend.BindingFunc), so Promise.all / asyncio.gather gain
+// fewer model round trips, not parallelism; a binding invoked while another
+// runs is rejected unexecuted. A sub-call's text content resolves the binding as
 // one string, non-text blocks become placeholders such as
 // "[image: image/png, 1234 bytes]", and a tool error or a denial rejects
 // the binding with its message. A tool with an OutputSchema resolves the
 // binding to its structured value instead — the type the SDK declares for
 // it — and a result of such a tool without one rejects the binding. A run-scoped context is cancelled when the
-// outer context is and when the run settles; settlement abandons queued
-// calls that have not started, starts nothing new, and waits for the
-// in-flight call, so no goroutine and no sub-call outlives Execute.
+// outer context is and when the run settles; once it is done no sub-call
+// starts (a late one rejects with ErrCallAbandoned), and settlement waits
+// for the in-flight call, so no sub-call outlives Execute.
 //
 // A completed program's result is its captured output — log lines, then
 // the returned value — as text, with the runtime's full backend.RunResult

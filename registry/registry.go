@@ -27,9 +27,6 @@ type Registry struct {
 	// renderers is the SDK renderer table; a field so in-package tests can
 	// observe which renderer assembly picked.
 	renderers map[backend.Language]sdkRenderer
-	// testHookSubmitted, when set by in-package tests, is called each time
-	// the bridge accepts a sub-call into its queue.
-	testHookSubmitted func(callID string)
 }
 
 type config struct {

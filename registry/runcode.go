@@ -63,7 +63,7 @@ func (r *Registry) runCode(ctx context.Context, exec Execution) Result {
 	}
 	b := r.newBridge(ctx, exec)
 	runRes, runErr := func() (backend.RunResult, error) {
-		defer b.settle() // also when Run panics: no dispatch goroutine survives
+		defer b.settle() // also when Run panics: no sub-call starts after, none outlives it
 		req := backend.RunRequest{
 			Program:  exec.Program(),
 			Bindings: []backend.BindingNamespace{{Global: BindingGlobal, Functions: b.functions()}},
@@ -126,6 +126,7 @@ func renderOutput(rr *backend.RunResult) string {
 // errRunSettled rejects a binding called after its run settled.
 var errRunSettled = errors.New("the run_code program has settled")
 
-// ErrCallAbandoned is wrapped by the rejection of a sub-call that was
-// queued but never started: the run settled or was cancelled first.
+// ErrCallAbandoned is wrapped by the rejection of a sub-call that never
+// started: the run settled or was cancelled first, or the runtime had given
+// up on the call (its binding context was done) before invoking it.
 var ErrCallAbandoned = errors.New("tool call abandoned before it started")

@@ -5,10 +5,13 @@
 // with Handle runs the Go function given for it, which calls the bindings
 // through an Env — sequentially with Call, concurrently with Go, from real
 // goroutines. Any other program text is read as a tiny script of binding
-// calls (see Script). Like the container runtime, the binding context is
-// cancelled when the run settles, Run waits for every binding goroutine the
-// program started before it returns, and every program outcome is a
-// RunResult (Run's error is for misuse only).
+// calls (see Script). Like the container runtime, it keeps the seam's
+// promise (see backend.BindingFunc): a run's bindings are invoked one at a
+// time, in the order the program issued the calls, and none starts after
+// the run settled or was cancelled. The binding context is cancelled when
+// the run settles, Run waits for every binding goroutine the program
+// started before it returns, and every program outcome is a RunResult
+// (Run's error is for misuse only).
 package registrytest
 
 import (
@@ -171,6 +174,10 @@ type Env struct {
 	mu    sync.Mutex
 	logs  []backend.LogEntry
 	calls int
+	// last is closed when the most recently issued call has finished:
+	// each call waits for the one issued before it, so calls run one at a
+	// time, in issue order.
+	last chan struct{}
 }
 
 // Context is the run's context, cancelled when the run settles.
@@ -204,21 +211,50 @@ func (e *Env) Call(name string, args json.RawMessage) (json.RawMessage, error) {
 	return e.CallIn("tools", name, args)
 }
 
-// CallIn awaits global[name](args). An unknown name rejects, as the
-// container host does.
+// CallIn awaits global[name](args). An unknown name rejects at once, as
+// the container host does. Calls made concurrently from several goroutines
+// are issued in the order they reach CallIn, and run in that order.
 func (e *Env) CallIn(global, name string, args json.RawMessage) (json.RawMessage, error) {
-	e.mu.Lock()
-	e.calls++
-	e.mu.Unlock()
+	return e.issue(global, name, args)()
+}
+
+// ErrSettled is wrapped by the rejection of a call that was issued but had
+// not started when the run settled or was cancelled: its binding was never
+// invoked.
+var ErrSettled = errors.New("the run settled before the call started")
+
+// issue issues global[name](args): the call takes its place in the run's
+// order now, and runs when the returned function is called and every call
+// issued before it has finished.
+func (e *Env) issue(global, name string, args json.RawMessage) func() (json.RawMessage, error) {
+	var fn backend.BindingFunc
 	for _, ns := range e.bindings {
-		if ns.Global != global {
-			continue
-		}
-		if fn, ok := ns.Functions[name]; ok {
-			return fn(e.ctx, args)
+		if ns.Global == global {
+			fn = ns.Functions[name]
+			break
 		}
 	}
-	return nil, fmt.Errorf("%s[%q] is not a function", global, name)
+	e.mu.Lock()
+	e.calls++
+	if fn == nil {
+		e.mu.Unlock()
+		return func() (json.RawMessage, error) {
+			return nil, fmt.Errorf("%s[%q] is not a function", global, name)
+		}
+	}
+	prev, mine := e.last, make(chan struct{})
+	e.last = mine
+	e.mu.Unlock()
+	return func() (json.RawMessage, error) {
+		defer close(mine)
+		if prev != nil {
+			<-prev
+		}
+		if e.ctx.Err() != nil {
+			return nil, fmt.Errorf("%s[%q]: %w: %w", global, name, ErrSettled, context.Cause(e.ctx))
+		}
+		return fn(e.ctx, args)
+	}
 }
 
 // CallText is Call for a tool resolving with a string: args is JSON text,
@@ -238,17 +274,17 @@ type Pending struct {
 	err   error
 }
 
-// Go starts tools[name](args) on its own goroutine, like a promise the
-// program has not awaited yet; Promise.all is several Go then Wait. The
-// order in which concurrent goroutines reach the binding is the
-// scheduler's.
+// Go issues tools[name](args) and lets it run on its own goroutine, like a
+// promise the program has not awaited yet; Promise.all is several Go then
+// Wait. The call's place in the run's order is taken before Go returns.
 func (e *Env) Go(name string, args json.RawMessage) *Pending {
 	p := &Pending{done: make(chan struct{})}
+	call := e.issue("tools", name, args)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		defer close(p.done)
-		p.value, p.err = e.Call(name, args)
+		p.value, p.err = call()
 	}()
 	return p
 }

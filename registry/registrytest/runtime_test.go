@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -133,13 +134,12 @@ func TestRunAbortAndSettlement(t *testing.T) {
 	var streamed []string
 	rt.Handle("wait", func(ctx context.Context, env *Env) (any, error) {
 		env.Log("waiting")
-		pending := env.Go("block", nil)
-		close(started)
-		_, err := pending.Wait()
+		_, err := env.Go("block", nil).Wait()
 		return nil, err
 	})
 	block := map[string]backend.BindingFunc{"block": func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
 		bindingCtx = ctx
+		close(started) // cancelled once it runs: a call cancelled first never starts
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
@@ -222,6 +222,131 @@ func TestText(t *testing.T) {
 	for in, want := range map[string]string{`"a\n"`: "a\n", `null`: "null", `{"a":1}`: `{"a":1}`, ``: ``, `"x`: `"x`} {
 		if got := Text(json.RawMessage(in)); got != want {
 			t.Errorf("Text(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBindingsRunOneAtATimeInIssueOrder: calls issued with Go while the
+// first one blocks, and calls racing in from many goroutines, reach the
+// bindings one at a time, each in the order it was issued.
+func TestBindingsRunOneAtATimeInIssueOrder(t *testing.T) {
+	rt := New(backend.Python)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	running, overlap := 0, false
+	fns := map[string]backend.BindingFunc{"work": func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		running++
+		overlap = overlap || running > 1
+		order = append(order, string(args))
+		mu.Unlock()
+		if string(args) == "0" {
+			<-release // everything else is issued while the first call runs
+		}
+		time.Sleep(100 * time.Microsecond) // give an overlap the chance to show
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return args, nil
+	}}
+	const n = 16
+	rt.Handle("all", func(ctx context.Context, env *Env) (any, error) {
+		var ps []*Pending
+		for i := range n {
+			ps = append(ps, env.Go("work", json.RawMessage(strconv.Itoa(i))))
+		}
+		close(release)
+		var out []string
+		for _, p := range ps {
+			v, err := p.Wait()
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, string(v))
+		}
+		return out, nil
+	})
+	res, err := rt.Run(t.Context(), backend.RunRequest{Program: "all", Bindings: []backend.BindingNamespace{{Global: "tools", Functions: fns}}})
+	if err != nil || res.Error != nil {
+		t.Fatalf("res = %+v, %v", res, err)
+	}
+	var want []string
+	for i := range n {
+		want = append(want, strconv.Itoa(i))
+	}
+	if !slices.Equal(order, want) || overlap {
+		t.Errorf("order %q (overlap %v), want %q one at a time", order, overlap, want)
+	}
+	if string(res.Value) != `["`+strings.Join(want, `","`)+`"]` {
+		t.Errorf("value = %s", res.Value)
+	}
+
+	// Racing goroutines: whichever order they reach Call in is the order
+	// they run in, never two at once.
+	order, overlap = nil, false
+	var issued []string
+	rt.Handle("race", func(ctx context.Context, env *Env) (any, error) {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Go(func() {
+				<-start
+				env.Call("work", json.RawMessage(strconv.Itoa(i+1)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		return nil, nil
+	})
+	if _, err := rt.Run(t.Context(), backend.RunRequest{Program: "race", Bindings: []backend.BindingNamespace{{Global: "tools", Functions: fns}}}); err != nil {
+		t.Fatal(err)
+	}
+	issued = slices.Clone(order)
+	slices.Sort(issued)
+	if len(order) != n || overlap || len(slices.Compact(issued)) != n {
+		t.Errorf("raced calls ran %q (overlap %v), want %d distinct calls one at a time", order, overlap, n)
+	}
+}
+
+// TestNothingStartsAfterSettlement: a program returns while one call runs
+// and two more wait their turn: settlement cancels the running call, and
+// the waiting ones reject without their binding being invoked.
+func TestNothingStartsAfterSettlement(t *testing.T) {
+	rt := New(backend.TypeScript)
+	started := make(chan struct{})
+	var invoked []string
+	var mu sync.Mutex
+	fns := map[string]backend.BindingFunc{"slow": func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		invoked = append(invoked, string(args))
+		mu.Unlock()
+		if string(args) == "1" {
+			close(started)
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	var ps []*Pending
+	rt.Handle("dangling", func(ctx context.Context, env *Env) (any, error) {
+		ps = append(ps, env.Go("slow", json.RawMessage("1")))
+		<-started
+		ps = append(ps, env.Go("slow", json.RawMessage("2")), env.Go("slow", json.RawMessage("3")))
+		return "early", nil // settles with three calls pending
+	})
+	res, err := rt.Run(t.Context(), backend.RunRequest{Program: "dangling", Bindings: []backend.BindingNamespace{{Global: "tools", Functions: fns}}})
+	if err != nil || res.Error != nil || res.Stats.Calls != 3 {
+		t.Fatalf("res = %+v, %v", res, err)
+	}
+	if !slices.Equal(invoked, []string{"1"}) {
+		t.Errorf("invoked %q, want only the first call", invoked)
+	}
+	if _, err := ps[0].Wait(); !errors.Is(err, context.Canceled) {
+		t.Errorf("running call: %v, want its context cancelled", err)
+	}
+	for i, p := range ps[1:] {
+		if _, err := p.Wait(); !errors.Is(err, ErrSettled) {
+			t.Errorf("waiting call %d: %v, want ErrSettled", i+2, err)
 		}
 	}
 }
