@@ -3,6 +3,16 @@ package container
 // The per-run loop: send the program, serve the runner's frames, dispatch
 // bindings one at a time in issue order, write replies with backpressure,
 // and settle.
+//
+// This dispatcher is the one owner of a run's call order (the registry
+// keeps none of its own). A binding call takes two goroutine hops: the
+// reader decodes the frame and hands it to the run loop, the loop queues it
+// for the dispatcher, and the dispatcher invokes the binding on its own
+// goroutine and writes the result to the connection itself. A runner that
+// is slow to read holds the dispatcher in that write (at most writeTimeout),
+// and with it every later call: the queue fills and further calls are
+// rejected, while the run loop goes on reading frames and enforcing
+// budgets.
 
 import (
 	"context"
@@ -10,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"sync/atomic"
@@ -67,8 +78,9 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	// never hold up frames.
 	cpuMeter := sb.startMeter(ctx, base, l.ComputeTime)
 	defer cpuMeter.stop()
-	// Every frame to the runner goes through one writer goroutine, so the
-	// run loop never blocks on a runner that stops reading (see held).
+	// Every frame the run loop sends goes through one writer goroutine, so
+	// the loop never blocks on a runner that stops reading (see held). The
+	// dispatcher writes binding results itself (see reply).
 	sb.startWriter(2*l.PendingCalls + 2)
 	sb.post(run)
 
@@ -164,7 +176,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 			case out <- held:
 				held = nil
 			case err := <-sb.writeFailed:
-				if errors.Is(err, os.ErrDeadlineExceeded) {
+				if isTimeout(err) {
 					return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner stopped reading from the bridge (a write waited %v)", writeTimeout)})
 				}
 				return finish(sb.lostRunner(ctx, err))
@@ -235,15 +247,35 @@ func (sb *sandbox) dispatch(queue <-chan queuedCall, pending <-chan struct{}, qu
 					reply.Message = "binding failed"
 				}
 			}
-			// Wait for room: backpressure on a runner that is slow to read.
-			select {
-			case sb.outbox <- reply:
-			case <-sb.writerQuit:
-			}
+			sb.reply(reply)
 		}
 		queuedBytes.Add(-int64(len(q.call.Args)))
 		<-pending
 	}
+}
+
+// reply writes a binding's result to the runner from the dispatcher's
+// goroutine: a write that waits is backpressure on a runner slow to read.
+// Nothing is written after the run settled; a failed write is reported to
+// the run loop like the writer's.
+func (sb *sandbox) reply(r portproto.Result) {
+	if sb.isSettled() {
+		return
+	}
+	if err := sb.peer.send(r); err != nil {
+		select {
+		case sb.writeFailed <- err:
+		default: // the first failure is already reported
+		}
+	}
+}
+
+// isTimeout reports a write that hit its deadline. gorilla/websocket
+// replaces a temporary net.Error by its own, which no longer wraps
+// os.ErrDeadlineExceeded but still reports Timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // startWriter starts the goroutine that writes frames to the runner in
@@ -264,7 +296,10 @@ func (sb *sandbox) startWriter(capacity int) {
 					continue
 				}
 				if err := sb.peer.send(f); err != nil {
-					sb.writeFailed <- err
+					select {
+					case sb.writeFailed <- err:
+					default: // the dispatcher's failure is already reported
+					}
 					return
 				}
 			}
