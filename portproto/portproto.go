@@ -24,7 +24,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -194,14 +196,14 @@ func Decode(dir Direction, frame []byte, maxFrame int) (Message, error) {
 	if !utf8.Valid(frame) {
 		return nil, protoErr(CodeNotUTF8, "frame is not valid UTF-8")
 	}
-	var env struct {
-		Type json.RawMessage `json:"type"`
-	}
-	if err := json.Unmarshal(frame, &env); err != nil {
+	// The frame is parsed once, into its members; the message is then
+	// built from them (see decodeMembers).
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(frame, &members); err != nil {
 		return nil, protoErr(CodeNotJSON, "frame is not a JSON object: %v", err)
 	}
 	var typ string
-	if json.Unmarshal(env.Type, &typ) != nil {
+	if json.Unmarshal(members["type"], &typ) != nil {
 		return nil, protoErr(CodeBadType, "frame has no string \"type\"")
 	}
 	var msg Message
@@ -224,7 +226,7 @@ func Decode(dir Direction, frame []byte, maxFrame int) (Message, error) {
 	if sent := senderOf(msg.MessageType()); sent != dir {
 		return nil, protoErr(CodeBadType, "%q is not a %s message", typ, dir)
 	}
-	if err := strictUnmarshal(frame, msg); err != nil {
+	if err := strictUnmarshal(members, msg); err != nil {
 		return nil, err
 	}
 	if err := validate(msg); err != nil {
@@ -276,45 +278,95 @@ func set(keys ...string) map[string]bool {
 	return m
 }
 
-func strictUnmarshal(frame []byte, msg Message) error {
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(frame, &keys); err != nil {
-		return protoErr(CodeNotJSON, "frame is not a JSON object: %v", err)
-	}
-	if err := checkKeys(msg.MessageType(), "", keys, fields[msg.MessageType()]); err != nil {
+// strictUnmarshal fills msg from a frame's members, matching every key
+// exactly, nested ones too (encoding/json alone would accept any letter
+// case), and refusing unknown fields and wrong types.
+func strictUnmarshal(members map[string]json.RawMessage, msg Message) error {
+	if err := checkKeys(msg.MessageType(), "", members, fields[msg.MessageType()]); err != nil {
 		return err
 	}
-	// Nested objects are matched exactly too.
 	switch msg.MessageType() {
 	case TypeRun:
-		var nested struct {
-			Bindings []map[string]json.RawMessage `json:"bindings"`
-			Limits   map[string]json.RawMessage   `json:"limits"`
-		}
-		if json.Unmarshal(frame, &nested) == nil {
-			for _, b := range nested.Bindings {
+		var bindings []map[string]json.RawMessage
+		if json.Unmarshal(members["bindings"], &bindings) == nil {
+			for _, b := range bindings {
 				if err := checkKeys(TypeRun, "bindings[].", b, bindingFields); err != nil {
 					return err
 				}
 			}
-			if err := checkKeys(TypeRun, "limits.", nested.Limits, limitFields); err != nil {
+		}
+		var limits map[string]json.RawMessage
+		if json.Unmarshal(members["limits"], &limits) == nil {
+			if err := checkKeys(TypeRun, "limits.", limits, limitFields); err != nil {
 				return err
 			}
 		}
 	case TypeDone:
-		var nested struct {
-			Error map[string]json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal(frame, &nested) == nil {
-			if err := checkKeys(TypeDone, "error.", nested.Error, errorFields); err != nil {
+		var perr map[string]json.RawMessage
+		if json.Unmarshal(members["error"], &perr) == nil {
+			if err := checkKeys(TypeDone, "error.", perr, errorFields); err != nil {
 				return err
 			}
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(frame))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(msg); err != nil {
+	if err := decodeMembers(members, msg); err != nil {
 		return protoErr(CodeBadField, "%s: %v", msg.MessageType(), err)
+	}
+	return nil
+}
+
+// member is where one key of a message goes: the struct field's index,
+// and whether the field is raw JSON (taken as it is, not parsed again).
+type member struct {
+	index int
+	raw   bool
+}
+
+// membersOf maps each message type's keys to its struct fields.
+var membersOf = func() map[reflect.Type]map[string]member {
+	rawType := reflect.TypeFor[json.RawMessage]()
+	out := map[reflect.Type]map[string]member{}
+	for _, m := range []Message{&Hello{}, &Run{}, &Call{}, &Result{}, &Log{}, &Done{}} {
+		t := reflect.TypeOf(m).Elem()
+		keys := map[string]member{}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			keys[name] = member{index: i, raw: f.Type == rawType}
+		}
+		out[t] = keys
+	}
+	return out
+}()
+
+// decodeMembers sets msg's fields from the members of its frame. A raw
+// field takes its member's text as it is (the frame parse already checked
+// it is JSON); any other is decoded from its member's text alone, nested
+// unknown fields refused.
+func decodeMembers(members map[string]json.RawMessage, msg Message) error {
+	v := reflect.ValueOf(msg).Elem()
+	table := membersOf[v.Type()]
+	for key, text := range members {
+		m, ok := table[key]
+		if !ok {
+			return fmt.Errorf("unknown field %q", truncate(key))
+		}
+		f := v.Field(m.index)
+		if m.raw {
+			f.SetBytes(text)
+			continue
+		}
+		var err error
+		if len(text) > 0 && (text[0] == '{' || text[0] == '[') {
+			dec := json.NewDecoder(bytes.NewReader(text))
+			dec.DisallowUnknownFields()
+			err = dec.Decode(f.Addr().Interface())
+		} else {
+			err = json.Unmarshal(text, f.Addr().Interface())
+		}
+		if err != nil {
+			return fmt.Errorf("field %q: %w", key, err)
+		}
 	}
 	return nil
 }
