@@ -76,8 +76,8 @@ STRESS_CONTAINER := Test(BindingsRunInIssueOrder|CancellationAborts|CloseAbortsI
 stress: ## call-order, cancellation and settlement tests, -race -count=$(STRESS_COUNT), with the CPU loaded
 	@load=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & load="$$load $$!"; done; \
 	trap 'kill $$load 2>/dev/null' EXIT; \
-	$(GO) test -race -count=$(STRESS_COUNT) -run '$(STRESS_REGISTRY)' ./registry/ && \
-	$(GO) test -race -count=$$(( $(STRESS_COUNT) / 10 )) -run '$(STRESS_CONTAINER)' ./backend/container/
+	$(GO) test -race -timeout 30m -count=$(STRESS_COUNT) -run '$(STRESS_REGISTRY)' ./registry/ && \
+	$(GO) test -race -timeout 30m -count=$$(( $(STRESS_COUNT) / 10 )) -run '$(STRESS_CONTAINER)' ./backend/container/
 
 .PHONY: bench
 bench: images ## benchmarks (ratios side by side; see README)
