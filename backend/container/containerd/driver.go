@@ -547,9 +547,16 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	note("delete task", d.deleteTask(ctx, id))
+	terr := d.deleteTask(ctx, id)
+	note("delete task", terr)
 	if st != nil {
 		st.closeIO()
+	}
+	if terr != nil && !errdefs.IsNotFound(terr) {
+		// Keep the container record while its task lives: the record
+		// carries the labels the reaper finds it by, and a task whose
+		// container is gone would hold its shim forever, unseen.
+		return d.translate(errors.Join(errs...))
 	}
 	note("delete container", fromGRPC(d.ctrs.Delete(ctx, id)))
 	note("remove snapshot", fromGRPC(d.snapshots.Remove(ctx, id)))
