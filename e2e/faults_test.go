@@ -126,7 +126,7 @@ func TestHostKilledThenGC(t *testing.T) {
 	if dirs, _ := os.ReadDir(sockDir); len(dirs) != 0 {
 		t.Fatalf("gc left socket directories %v", dirs)
 	}
-	if !strings.Contains(string(out), "removed container "+id[:12]) {
+	if !strings.Contains(string(out), "removed docker container "+id[:12]) {
 		t.Fatalf("gc did not report the container: %s", out)
 	}
 }
