@@ -174,6 +174,16 @@ func WithSeccomp(p *specs.LinuxSeccomp) Option {
 	return func(o *options) { o.seccomp, o.engineSeccomp = p, p == nil }
 }
 
+// SeccompFor is the profile a container gets under ociRuntime by default:
+// seccomp.Profile, adapted by seccomp.ForGVisor under gVisor. Drivers'
+// probes use it so that a probe runs as a program would.
+func SeccompFor(ociRuntime string) *specs.LinuxSeccomp {
+	if seccomp.IsGVisor(ociRuntime) {
+		return seccomp.ForGVisor(seccomp.Profile())
+	}
+	return seccomp.Profile()
+}
+
 // seccompProfile is the profile for one container (nil: the engine's).
 // Under gVisor it is adapted with seccomp.ForGVisor, which keeps every
 // denial but answers clone3 through gVisor's own ENOSYS.

@@ -77,14 +77,15 @@ func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
 }
 
 // Probe implements container.Prober: a bare container (network none, no
-// bridge) running cmd under an OCI runtime, started, waited for and
-// removed.
+// bridge, our seccomp profile for that runtime) running cmd under an OCI
+// runtime, started, waited for and removed. Docker's default profile would
+// not do under gVisor, which answers its clone3 rule with EPERM.
 func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime string) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	resp, err := d.api.ContainerCreate(ctx,
 		&dcontainer.Config{Image: image, Cmd: cmd, Entrypoint: []string{}, Labels: map[string]string{container.LabelPrefix + "probe": "true"}},
-		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime}, nil, nil, "")
+		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime, SecurityOpt: []string{"seccomp=" + seccompJSON(container.SeccompFor(runtime))}}, nil, nil, "")
 	if err != nil {
 		return translate(err, image)
 	}
