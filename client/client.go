@@ -376,6 +376,12 @@ func (s *clientSession) call(ctx context.Context, f *frame) {
 			res["ok"], res["message"] = false, msg
 			delete(res, "value")
 		}
+		if ctx.Err() != nil {
+			// Run's ctx is done: the abort frame ends the run, and a
+			// result sent first (the tool's own "context canceled")
+			// could end it as the program's exception instead.
+			return
+		}
 		_ = s.write(res)
 	}()
 }
