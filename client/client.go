@@ -50,6 +50,9 @@ type Request struct {
 	Code     string  `json:"code"`
 	ID       string  `json:"id,omitempty"`
 	Limits   *Limits `json:"limits,omitempty"`
+	// Runtime names the OCI runtime (e.g. "runsc"), one the daemon allows
+	// (serve --allow-runtimes); empty runs under the daemon's default.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // Limits lower the daemon's budgets for one run; zero keeps the daemon's.
@@ -224,6 +227,9 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 	}
 	if req.Limits != nil {
 		start["limits"] = req.Limits
+	}
+	if req.Runtime != "" {
+		start["runtime"] = req.Runtime
 	}
 	// A daemon that refuses at once (401) may have closed before the start
 	// frame arrives: its refused frame is still to be read.

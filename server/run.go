@@ -33,6 +33,10 @@ type RunRequest struct {
 	// {"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"},
 	// each optional (see limits.go). Raising one is a 400 naming it.
 	Limits json.RawMessage `json:"limits,omitempty"`
+	// Runtime names the OCI runtime to run under, one of those the
+	// server allows (serve --allow-runtimes). Optional: the server's
+	// default runtime (serve --runtime).
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // RunResponse is the 200 body of POST /v1/run: the object
@@ -111,9 +115,9 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("%v; this server runs: %s", err, strings.Join(s.langs, ", ")))
 		return
 	}
-	rt, ok := s.runtimes[lang]
-	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("language %q is not served here (served: %s)", lang, strings.Join(s.langs, ", ")))
+	rt, err := s.runtimeFor(lang, req.Runtime)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	limits, err := parseLimits(req.Limits, rt)

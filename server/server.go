@@ -44,6 +44,7 @@ type Option func(*options)
 
 type options struct {
 	runtimes    []backend.Runtime
+	named       []namedRuntime
 	tools       []registry.Tool
 	source      ToolSource
 	mode        registry.Mode
@@ -63,6 +64,16 @@ type options struct {
 // language; the server does not close them.
 func WithRuntime(rt backend.Runtime) Option {
 	return func(o *options) { o.runtimes = append(o.runtimes, rt) }
+}
+
+// WithNamedRuntime lets a request choose rt, by its OCI runtime's name,
+// for programs of rt.Language(): the "runtime" key of POST /v1/run and of
+// a session's start frame. A request without the key runs on the
+// language's WithRuntime runtime; one naming a runtime not given here is a
+// 400 listing the names that are. Give the default runtime under its own
+// name too, so naming it is allowed. The server does not close rt.
+func WithNamedRuntime(name string, rt backend.Runtime) Option {
+	return func(o *options) { o.named = append(o.named, namedRuntime{name, rt}) }
 }
 
 // WithTools sets the tools every program can call (and the SDK shows).
@@ -115,9 +126,11 @@ type Server struct {
 	opts     options
 	runtimes map[backend.Language]backend.Runtime
 	langs    []string // served languages, sorted
-	log      *slog.Logger
-	metrics  *metrics
-	mux      *http.ServeMux
+	// choices are the runtimes a request may name (runtimes.go).
+	choices runtimeChoices
+	log     *slog.Logger
+	metrics *metrics
+	mux     *http.ServeMux
 	// admit hands out run slots per tenant and language; sessions tracks
 	// open sessions (session.go).
 	admit    *admission
@@ -161,6 +174,11 @@ func New(opts ...Option) (*Server, error) {
 	if len(s.runtimes) == 0 {
 		return nil, fmt.Errorf("%w: the server needs at least one runtime", errdefs.ErrInvalidArgument)
 	}
+	choices, err := newRuntimeChoices(o.named, s.runtimes)
+	if err != nil {
+		return nil, err
+	}
+	s.choices = choices
 	slices.Sort(s.langs)
 	mode, err := registry.ParseMode(string(o.mode))
 	if err != nil {

@@ -260,9 +260,9 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 	if err != nil {
 		return bad("%v; this server runs: %s", err, strings.Join(s.langs, ", "))
 	}
-	rt, ok := s.runtimes[lang]
-	if !ok {
-		return bad("language %q is not served here (served: %s)", lang, strings.Join(s.langs, ", "))
+	rt, err := s.runtimeFor(lang, start.Runtime)
+	if err != nil {
+		return bad("%v", err)
 	}
 	if strings.TrimSpace(start.Code) == "" {
 		return bad("code is required and must not be blank")

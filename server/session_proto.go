@@ -72,6 +72,8 @@ type StartFrame struct {
 	Tools    []SessionTool   `json:"tools"`
 	Limits   json.RawMessage `json:"limits,omitempty"`
 	ID       string          `json:"id,omitempty"`
+	// Runtime names the OCI runtime, as RunRequest.Runtime.
+	Runtime string `json:"runtime,omitempty"`
 }
 
 // ResultFrame answers one call frame: a value, or a failure message.
@@ -171,7 +173,7 @@ func sessionErr(code, format string, args ...any) error {
 
 // frameFields lists each frame's keys, matched exactly.
 var frameFields = map[string][]string{
-	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id"},
+	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id", "runtime"},
 	FrameResult:   {"type", "id", "ok", "value", "message"},
 	FrameAbort:    {"type", "reason"},
 	FrameAccepted: {"type", "id"},
@@ -246,6 +248,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		f.str("code", &m.Code, true)
 		f.raw("limits", &m.Limits, false)
 		f.str("id", &m.ID, false)
+		f.str("runtime", &m.Runtime, false)
 		if raw, ok := keys["tools"]; ok {
 			var tools []map[string]json.RawMessage
 			if err := json.Unmarshal(raw, &tools); err != nil {

@@ -37,6 +37,8 @@ type serveOptions struct {
 	Queue     int
 	Languages []string
 	Shutdown  time.Duration
+	// AllowRuntimes are the OCI runtimes a request may name.
+	AllowRuntimes []string
 	// auth, TLS and mTLS (serve_service.go)
 	svc serviceOptions
 	// limits and the OCI runtime, as run takes them
@@ -60,6 +62,13 @@ Endpoints:
   GET  /v1/sdk?language=typescript|python&format=prompt|source
   GET  /healthz  200, or 503 with the reason
   GET  /metrics  Prometheus text
+
+--runtime NAME makes NAME (runc, crun, runsc for gVisor) the OCI runtime of
+every run. --allow-runtimes runc,runsc lets a request choose among those with
+its "runtime" key (POST /v1/run and a session's start frame); any other name
+is a 400, and without --allow-runtimes the key is refused. The default runtime
+is always allowed. Each allowed runtime gets its own warm pool (--pool) and
+admission (--max-runs, --queue) per language.
 
 --listen is unix:///path.sock or tcp://HOST:PORT. The default is a Unix
 socket in a private folder: $XDG_RUNTIME_DIR/dsh-container-api/api.sock, or
@@ -108,6 +117,7 @@ once.`,
 	fl.Float64Var(&opts.run.CPUs, "cpus", float64(d.NanoCPUs)/1e9, "CPU rate limit of each program in CPUs")
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
+	fl.StringSliceVar(&opts.AllowRuntimes, "allow-runtimes", nil, "OCI runtimes a request may choose with its \"runtime\" key, e.g. runc,runsc (default: none; --runtime is always allowed)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
 	addDriverFlags(cmd, f)
 	addServiceFlags(fl, &opts.svc)
@@ -152,6 +162,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	}
 	if opts.Shutdown <= 0 {
 		return usagef("--shutdown-timeout must be positive")
+	}
+	allow, err := parseAllowRuntimes(opts.AllowRuntimes)
+	if err != nil {
+		return err
 	}
 	addr, err := server.ParseAddress(opts.Listen)
 	if err != nil {
@@ -212,22 +226,43 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	}()
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
 		server.WithRegistryOptions(registry.WithSDK(view))}, svc.opts...)
+	defName, extra, err := allowedRuntimes(drv.Capabilities(), opts.run.Runtime, allow)
+	if err != nil {
+		return err
+	}
 	for _, l := range langs {
-		rt, err := container.New(drv,
-			container.WithLanguage(l),
-			container.WithImage(tags[l]),
-			container.WithLimits(limits),
-			container.WithOCIRuntime(opts.run.Runtime),
-			sc,
-			container.WithPool(opts.Pool),
-			container.WithAdmission(opts.MaxRuns, opts.Queue),
-			container.WithLogger(log),
-		)
+		newRuntime := func(oci string) (*container.Runtime, error) {
+			rt, err := container.New(drv,
+				container.WithLanguage(l),
+				container.WithImage(tags[l]),
+				container.WithLimits(limits),
+				container.WithOCIRuntime(oci),
+				sc,
+				container.WithPool(opts.Pool),
+				container.WithAdmission(opts.MaxRuns, opts.Queue),
+				container.WithLogger(log),
+			)
+			if err == nil {
+				runtimes = append(runtimes, rt)
+			}
+			return rt, err
+		}
+		rt, err := newRuntime(opts.run.Runtime)
 		if err != nil {
 			return err
 		}
-		runtimes = append(runtimes, rt)
 		srvOpts = append(srvOpts, server.WithRuntime(limitedRuntime{rt}))
+		if len(allow) == 0 {
+			continue
+		}
+		srvOpts = append(srvOpts, server.WithNamedRuntime(defName, limitedRuntime{rt}))
+		for _, name := range extra {
+			rt, err := newRuntime(name)
+			if err != nil {
+				return err
+			}
+			srvOpts = append(srvOpts, server.WithNamedRuntime(name, limitedRuntime{rt}))
+		}
 	}
 	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
 		if err := drv.Ping(ctx); err != nil {

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -228,4 +229,48 @@ func newServeHealthzCmd(f *factory) *cobra.Command {
 	fl.BoolVar(&insecure, "tls-insecure", false, "do not verify the daemon's certificate (a probe on its own loopback)")
 	fl.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this long")
 	return cmd
+}
+
+// parseAllowRuntimes validates --allow-runtimes: names, each once.
+func parseAllowRuntimes(names []string) ([]string, error) {
+	var out []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "":
+			return nil, usagef("--allow-runtimes: an empty runtime name (give names separated by commas, e.g. runc,runsc)")
+		case len(n) > server.MaxRuntimeNameBytes:
+			return nil, usagef("--allow-runtimes: runtime name %.20q... is longer than %d bytes", n, server.MaxRuntimeNameBytes)
+		case slices.Contains(out, n):
+			return nil, usagef("--allow-runtimes: %q is listed twice", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// allowedRuntimes checks --runtime and --allow-runtimes against the OCI
+// runtimes the engine has: the default's name (--runtime, else the
+// engine's default), and the allowed runtimes other than it.
+func allowedRuntimes(caps container.Capabilities, runtime string, allow []string) (string, []string, error) {
+	def := runtime
+	if def == "" {
+		def = caps.DefaultRuntime
+	}
+	if len(allow) == 0 {
+		return def, nil, nil
+	}
+	if def == "" {
+		return "", nil, fmt.Errorf("--allow-runtimes: the %s engine names no default OCI runtime; give --runtime too", caps.Name)
+	}
+	var extra []string
+	for _, n := range allow {
+		if !slices.Contains(caps.Runtimes, n) {
+			return "", nil, fmt.Errorf("--allow-runtimes: the %s engine has no OCI runtime %q (it has: %s); register it first (README: OCI runtimes)", caps.Name, n, strings.Join(caps.Runtimes, ", "))
+		}
+		if n != def {
+			extra = append(extra, n)
+		}
+	}
+	return def, extra, nil
 }

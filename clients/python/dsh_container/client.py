@@ -285,15 +285,15 @@ class Client:
 
     # -- sync ---------------------------------------------------------
 
-    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None):
+    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None, runtime=None):
         """Run ``code`` and return its Report (see run_async). ``timeout``
         (seconds) aborts the run when it passes: the Report then says
         abort. Call it where no event loop runs."""
-        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout))
+        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, runtime))
 
-    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout):
+    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, runtime=None):
         holder = {}
-        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder=holder))
+        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, runtime=runtime, _abort_holder=holder))
         if timeout is None:
             return await task
         done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -310,12 +310,14 @@ class Client:
 
     # -- async --------------------------------------------------------
 
-    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, _abort_holder=None):
+    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, runtime=None, _abort_holder=None):
         """Run ``code`` (a ``language`` program: "python" or "typescript")
         with ``tools`` (Tool objects, or a dict of name -> function)
         answered here; ``on_log(LogEntry)`` and ``on_event(dict)`` get the
         stream as it happens. ``limits`` lowers the daemon's budgets
         ({"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"}).
+        ``runtime`` names the OCI runtime (e.g. "runsc"), one the daemon
+        allows (serve --allow-runtimes); None runs under its default.
 
         Cancelling the task aborts the run: the daemon's abort report is
         awaited (up to ABORT_GRACE seconds) and CancelledError re-raised.
@@ -326,7 +328,7 @@ class Client:
         attempt = 0
         while True:
             try:
-                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder)
+                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, runtime)
             except RefusedError as e:
                 if e.status != 429 or attempt >= self.max_retries:
                     raise
@@ -356,7 +358,7 @@ class Client:
                 raise RefusedError(status, str(e)) from None
             raise ConnectionError("dsh-container: connecting to %s: %s" % (self.url, e)) from e
 
-    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder):
+    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, runtime=None):
         by_name = {t.name: t for t in tools}
         ws = await self._connect()
         accepted = False
@@ -367,6 +369,8 @@ class Client:
                 start["limits"] = limits
             if id:
                 start["id"] = id
+            if runtime:
+                start["runtime"] = runtime
             try:
                 await ws.send(json.dumps(start))
             except websockets.ConnectionClosed:
