@@ -44,13 +44,23 @@ daemon-image: images ## build dsh-container/daemon:latest for docker-compose (st
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN) ./cmd/dsh-container
 	docker build -f images/daemon/Dockerfile -t dsh-container/daemon:latest --build-arg BASE=$(DAEMON_BASE) .
 
+.PHONY: agent-image
+agent-image: daemon-image ## build dsh-container/agent:latest for deploy/kubernetes (the daemon image + the offline base's root filesystem)
+	set -e; ctx=$$(mktemp -d); trap 'rm -rf "$$ctx"' EXIT; \
+	id=$$(docker create $(DAEMON_BASE) /bin/true); \
+	docker export -o "$$ctx/base-rootfs.tar" "$$id" || { docker rm "$$id" >/dev/null; exit 1; }; \
+	docker rm "$$id" >/dev/null; \
+	init=$$(command -v tini-static || command -v docker-init) || { echo "agent-image: no tini-static or docker-init on this host (apt-get install tini)" >&2; exit 1; }; \
+	cp -L "$$init" "$$ctx/tini-static"; \
+	docker build -q -f images/daemon/agent.Dockerfile -t dsh-container/agent:latest "$$ctx"
+
 .PHONY: demo
 demo: images ## set up and run the demo: a program calling two host tools in a container
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
 .PHONY: test
-test: images sdk-check-image ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
+test: images sdk-check-image agent-image ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
 	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 45m ./...
 
 .PHONY: unit

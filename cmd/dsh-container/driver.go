@@ -43,6 +43,8 @@ type driverFlags struct {
 	name      string
 	address   string
 	namespace string
+	// runtimes: --containerd-runtimes, nil when not given.
+	runtimes []string
 }
 
 // addDriverFlags adds the engine flags to a command that talks to one.
@@ -51,6 +53,7 @@ func addDriverFlags(cmd *cobra.Command, f *factory) {
 	fl.StringVar(&f.drv.name, "driver", "", "container engine: docker|containerd (default: docker when its socket answers, else containerd)")
 	fl.StringVar(&f.drv.address, "containerd-address", "", "containerd's socket; implies --driver containerd (default "+containerd.DefaultAddress+", else Docker's managed containerd at "+containerd.DockerManagedAddress+")")
 	fl.StringVar(&f.drv.namespace, "containerd-namespace", "", "containerd namespace the runs live in (default "+containerd.DefaultNamespace+")")
+	fl.StringSliceVar(&f.drv.runtimes, "containerd-runtimes", nil, "the OCI runtimes (runc,crun,runsc) containerd's host has, when this process runs in a container that cannot see that host's binaries (the Kubernetes agent; default: look on this host)")
 }
 
 // check returns the driver names the flags choose ("" alone: detect) and
@@ -82,8 +85,8 @@ func (d driverFlags) check(many bool) ([]string, error) {
 	if len(names) > 1 && !many {
 		return nil, usagef("--driver %q: name one driver, docker or containerd", d.name)
 	}
-	if len(names) == 1 && names[0] == driverDocker && (d.address != "" || d.namespace != "") {
-		return nil, usagef("--containerd-address and --containerd-namespace apply to --driver containerd, not docker")
+	if len(names) == 1 && names[0] == driverDocker && (d.address != "" || d.namespace != "" || d.runtimes != nil) {
+		return nil, usagef("--containerd-address, --containerd-namespace and --containerd-runtimes apply to --driver containerd, not docker")
 	}
 	return names, nil
 }
@@ -146,7 +149,7 @@ func (f *factory) openAll(ctx context.Context) ([]engine, error) {
 }
 
 func (f *factory) openContainerd(ctx context.Context) (*containerd.Driver, error) {
-	return containerd.New(ctx, containerd.Options{Address: f.drv.address, Namespace: f.drv.namespace, Logger: f.logger()})
+	return containerd.New(ctx, containerd.Options{Address: f.drv.address, Namespace: f.drv.namespace, NodeRuntimes: f.drv.runtimes, Logger: f.logger()})
 }
 
 // dockerConnect adapts docker.New to factory.connect (tests use it).

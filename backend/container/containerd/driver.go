@@ -77,6 +77,14 @@ type Options struct {
 	// InitBinary is the static init mounted at InitPath when a Spec asks
 	// for an init (default: docker-init or tini-static from PATH).
 	InitBinary string
+	// NodeRuntimes, when set, are the OCI runtimes the host running
+	// containerd has (runc, crun, runsc), for a driver that runs in a
+	// container and cannot see that host's binaries: the Kubernetes node
+	// agent. The shims find them on that host's PATH; runsc runs through
+	// the wrapper in StateDir, which must then be at the same path on that
+	// host and in the driver's container. Without it the driver looks for
+	// them on its own host.
+	NodeRuntimes []string
 	// DialTimeout bounds connecting to containerd (default 5s).
 	DialTimeout time.Duration
 	// Logger receives debug detail (default: discard).
@@ -209,7 +217,23 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 		client.Close()
 		return nil, err
 	}
-	d.runtimes = detectRuntimes(o.StateDir, d.log)
+	if o.NodeRuntimes != nil {
+		if d.runtimes, err = nodeRuntimes(o.StateDir, o.NodeRuntimes); err != nil {
+			client.Close()
+			return nil, err
+		}
+	} else {
+		d.runtimes = detectRuntimes(o.StateDir, d.log)
+	}
+	// The init is bind-mounted by containerd's host: from the state
+	// directory, it is at a path that host has even when the driver runs
+	// in a container sharing that directory (the Kubernetes agent).
+	if d.init != "" {
+		if d.init, err = copyInit(o.StateDir, d.init); err != nil {
+			client.Close()
+			return nil, err
+		}
+	}
 	return d, nil
 }
 

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -169,4 +170,58 @@ func (d *Driver) shimError(rt ociRuntime, err error) error {
 		return fmt.Errorf("%w: containerd cannot run %s for OCI runtime %s (%v); install it where containerd runs", errdefs.ErrNotImplemented, what, rt.name, err)
 	}
 	return d.translate(err)
+}
+
+// nodeRuntimes are the runtimes Options.NodeRuntimes names, as the shims
+// on containerd's host find them: runc (the runc v2 shim's default), crun
+// (its binary by name), runsc (through the wrapper in stateDir, which runs
+// the runsc on that host's PATH with RunscArgs).
+func nodeRuntimes(stateDir string, names []string) (map[string]ociRuntime, error) {
+	out := map[string]ociRuntime{}
+	for _, n := range names {
+		switch n {
+		case "runc":
+			out[n] = ociRuntime{name: n, shim: runcShim}
+		case "crun":
+			out[n] = runcWith(n, "crun", nil)
+		case "runsc":
+			w, err := runscWrapper(stateDir, "runsc")
+			if err != nil {
+				return nil, fmt.Errorf("the runsc wrapper: %w", err)
+			}
+			out[n] = runcWith(n, w, RunscArgs)
+		default:
+			return nil, fmt.Errorf("%w: node runtime %q: the containerd driver runs runc, crun and runsc", errdefs.ErrInvalidArgument, n)
+		}
+	}
+	return out, nil
+}
+
+// copyInit copies the static init into stateDir (once; again when it
+// changed) and returns the copy's path.
+func copyInit(stateDir, src string) (string, error) {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return "", fmt.Errorf("the static init %s: %w", src, err)
+	}
+	path := filepath.Join(stateDir, "init")
+	if cur, err := os.ReadFile(path); err == nil && bytes.Equal(cur, data) {
+		return path, nil
+	}
+	// A temporary file of its own: drivers of several processes share
+	// the state directory.
+	f, err := os.CreateTemp(stateDir, "init-*.tmp")
+	if err != nil {
+		return "", fmt.Errorf("copying the static init into %s: %w", stateDir, err)
+	}
+	_, err = f.Write(data)
+	err = errors.Join(err, f.Chmod(0o755), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("copying the static init into %s: %w", stateDir, err)
+	}
+	return path, nil
 }
