@@ -50,6 +50,9 @@ type Client struct {
 	// jittered (default 100ms); a Retry-After from the endpoint tried
 	// next waits longer.
 	RetryBackoff time.Duration
+	// OnRetry, if set, is called before each retry with the endpoint that
+	// failed the run before accepting it and why (nothing ran there).
+	OnRetry func(endpoint string, err error)
 	// MaxFrameBytes bounds a frame from the daemon (default 64 MiB).
 	MaxFrameBytes int64
 }

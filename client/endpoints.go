@@ -136,6 +136,9 @@ func (c *Client) runRetrying(ctx context.Context, req Request, tools []Tool, byN
 			after += time.Duration(rand.Int64N(int64(after)/5 + 1))
 		}
 		notBefore[i] = time.Now().Add(max(after, base))
+		if c.OnRetry != nil {
+			c.OnRetry(eps[i], err)
+		}
 		next = (i + 1) % len(eps)
 	}
 }

@@ -76,6 +76,14 @@ func TestEndpointsMoveOnRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.RetryBackoff = time.Millisecond
+	var retries atomic.Int32
+	c.OnRetry = func(ep string, err error) {
+		var rf *client.RefusedError
+		if ep == ok.URL || !errors.As(err, &rf) {
+			t.Errorf("OnRetry(%s, %v)", ep, err)
+		}
+		retries.Add(1)
+	}
 	for range 10 {
 		rep, err := c.Run(context.Background(), one, nil, client.Handlers{})
 		if err != nil || string(rep.Value) != "7" {
@@ -84,6 +92,9 @@ func TestEndpointsMoveOnRefusal(t *testing.T) {
 	}
 	if ok.starts.Load() != 10 {
 		t.Fatalf("%d runs reached the working node, want 10", ok.starts.Load())
+	}
+	if n := retries.Load(); n != busy.dials.Load()+down.dials.Load() {
+		t.Fatalf("OnRetry called %d times for %d refusals", n, busy.dials.Load()+down.dials.Load())
 	}
 	// busy's Retry-After (1s) keeps it out for the rest of each run.
 	if busy.dials.Load() > 10 || down.dials.Load() > 10 {
