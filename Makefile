@@ -44,13 +44,17 @@ daemon-image: images ## build dsh-container/daemon:latest for docker-compose (st
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS) -o $(BIN) ./cmd/dsh-container
 	docker build -f images/daemon/Dockerfile -t dsh-container/daemon:latest --build-arg BASE=$(DAEMON_BASE) .
 
+.PHONY: fleet-images
+fleet-images: daemon-image ## build what deploy/fleet/docker-compose.yml runs: the daemon image and dsh-container/haproxy (offline, from Debian packages)
+	deploy/fleet/build-haproxy.sh
+
 .PHONY: demo
 demo: images ## set up and run the demo: a program calling two host tools in a container
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
 .PHONY: test
-test: images sdk-check-image ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
+test: images sdk-check-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
 	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 45m ./...
 
 .PHONY: unit
