@@ -12,9 +12,12 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -87,7 +90,26 @@ func retryable(err error) (time.Duration, bool) {
 		return rf.RetryAfter, ok
 	}
 	var na notAccepted
-	return 0, errors.As(err, &na) && !errors.Is(err, ErrNodeLost)
+	return 0, errors.As(err, &na) && !errors.Is(err, ErrNodeLost) && !tlsRefused(err)
+}
+
+// tlsRefused is a TLS handshake that failed on trust, not reachability: a
+// certificate this client does not accept, or an alert from a daemon that
+// does not accept this client's. Another attempt would fail alike.
+func tlsRefused(err error) bool {
+	var (
+		verify   *tls.CertificateVerificationError
+		alert    tls.AlertError
+		record   tls.RecordHeaderError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+		op       *net.OpError
+	)
+	// An alert received over TCP is a net.OpError "remote error".
+	return errors.As(err, &verify) || errors.As(err, &alert) || errors.As(err, &record) ||
+		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid) ||
+		errors.As(err, &op) && op.Op == "remote error"
 }
 
 // runRetrying runs req on one endpoint after another until one accepts it

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -209,5 +210,27 @@ func TestNewChecksEndpoints(t *testing.T) {
 	}
 	if _, err := (&client.Client{}).Run(context.Background(), one, nil, client.Handlers{}); err == nil || !strings.Contains(err.Error(), "no endpoint") {
 		t.Fatalf("no endpoint: %v", err)
+	}
+}
+
+// A TLS handshake refused on trust is not retried: another attempt would
+// fail alike.
+func TestEndpointsTLSTrustNotRetried(t *testing.T) {
+	ts := httptest.NewUnstartedServer(http.NotFoundHandler())
+	var handshakes atomic.Int32
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			handshakes.Add(1)
+		}
+	}
+	ts.StartTLS()
+	defer ts.Close()
+	began := time.Now()
+	_, err := (&client.Client{URL: ts.URL, MaxRetries: 5, RetryBackoff: time.Second}).Run(context.Background(), one, nil, client.Handlers{})
+	if err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("err %v", err)
+	}
+	if d := time.Since(began); d > 900*time.Millisecond || handshakes.Load() > 1 {
+		t.Fatalf("an untrusted certificate was retried: %d connections in %v", handshakes.Load(), d)
 	}
 }
