@@ -306,7 +306,8 @@ func TestFleet(t *testing.T) {
 	var (
 		mu        sync.Mutex
 		recorded  = map[string]int{}
-		inFlight  atomic.Int32 // accepted, not returned
+		reasons   = map[string]int{} // retries by cause: 429, 503, connection
+		inFlight  atomic.Int32       // accepted, not returned
 		completed atomic.Int32
 		retried   atomic.Int32
 		lost      atomic.Int32
@@ -333,7 +334,16 @@ func TestFleet(t *testing.T) {
 		}
 		c.Token, c.MaxRetries, c.RetryBackoff, c.MaxRetryWait = f.token, 12, 200*time.Millisecond, 3*time.Second
 		var tries atomic.Int32
-		c.OnRetry = func(string, error) { tries.Add(1) }
+		c.OnRetry = func(_ string, err error) {
+			tries.Add(1)
+			why := "connection"
+			if rf := (*client.RefusedError)(nil); errors.As(err, &rf) {
+				why = strconv.Itoa(rf.Status)
+			}
+			mu.Lock()
+			reasons[why]++
+			mu.Unlock()
+		}
 		var accepted atomic.Bool
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -363,6 +373,7 @@ func TestFleet(t *testing.T) {
 	}
 
 	// The load: workers take run numbers until none are left.
+	loadStart := time.Now()
 	var next atomic.Int32
 	var wg sync.WaitGroup
 	for range workers {
@@ -412,7 +423,7 @@ func TestFleet(t *testing.T) {
 	case <-time.After(150 * time.Second):
 		t.Fatal("the load did not finish in 150s")
 	}
-	loadTime := time.Since(began)
+	loadTime := time.Since(loadStart)
 
 	// Both come back (restart: unless-stopped), and the killed daemon's
 	// restart reaps what its dead process left; the SIGTERMed one left
@@ -488,4 +499,5 @@ func TestFleet(t *testing.T) {
 		loadTime.Round(time.Second), time.Since(began).Round(time.Second))
 	t.Log(line)
 	fmt.Println(line)
+	t.Logf("retries by cause: %v", reasons)
 }
