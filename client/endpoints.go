@@ -4,8 +4,9 @@ package client
 //
 // A run may be retried only while no daemon has accepted it: after a
 // refusal (429 at capacity, 503 shutting down or unable to run programs,
-// as the daemon or a load balancer in front of it says) or a connection
-// that failed before the accepted frame. Each retry goes to the next
+// as the daemon or a load balancer in front of it says; a balancer's 502
+// or 504 to the upgrade) or a connection that failed before the accepted
+// frame. Each retry goes to the next
 // endpoint, after a jittered exponential backoff, and never before the
 // Retry-After that endpoint gave. Once a daemon has sent accepted, the run
 // is that daemon's: a connection lost then is ErrNodeLost, never retried.
@@ -86,8 +87,15 @@ func (c *Client) endpoints() ([]string, error) {
 func retryable(err error) (time.Duration, bool) {
 	var rf *RefusedError
 	if errors.As(err, &rf) {
-		ok := rf.Status == http.StatusTooManyRequests || rf.Status == http.StatusServiceUnavailable
-		return rf.RetryAfter, ok
+		switch rf.Status {
+		case http.StatusTooManyRequests, http.StatusServiceUnavailable:
+			return rf.RetryAfter, true
+		case http.StatusBadGateway, http.StatusGatewayTimeout:
+			// A load balancer's answer to the upgrade: the start frame
+			// was never sent, so nothing can have run.
+			return rf.RetryAfter, true
+		}
+		return 0, false
 	}
 	var na notAccepted
 	return 0, errors.As(err, &na) && !errors.Is(err, ErrNodeLost) && !tlsRefused(err)

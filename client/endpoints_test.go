@@ -33,11 +33,11 @@ func newFake(t *testing.T, behave string, retryAfter string) *fakeNode {
 	n.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.dials.Add(1)
 		switch behave {
-		case "429", "503", "400":
+		case "429", "503", "400", "502":
 			if retryAfter != "" {
 				w.Header().Set("Retry-After", retryAfter)
 			}
-			code := map[string]int{"429": 429, "503": 503, "400": 400}[behave]
+			code := map[string]int{"429": 429, "503": 503, "400": 400, "502": 502}[behave]
 			http.Error(w, `{"error":"fake `+behave+`"}`, code)
 			return
 		}
@@ -68,11 +68,11 @@ func newFake(t *testing.T, behave string, retryAfter string) *fakeNode {
 
 var one = client.Request{Language: "python", Code: "return 7"}
 
-// Refused with 429 by one node and 503 by another, the run goes to the
-// third; each node is tried at most once.
+// Refused with 429 by one node, 503 by another and 502 by a balancer, the
+// run goes to the fourth; each is tried at most once per run.
 func TestEndpointsMoveOnRefusal(t *testing.T) {
-	busy, down, ok := newFake(t, "429", "1"), newFake(t, "503", ""), newFake(t, "runs", "")
-	c, err := client.New(busy.URL, down.URL, ok.URL)
+	busy, down, gw, ok := newFake(t, "429", "1"), newFake(t, "503", ""), newFake(t, "502", ""), newFake(t, "runs", "")
+	c, err := client.New(busy.URL, down.URL, gw.URL, ok.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,12 +94,12 @@ func TestEndpointsMoveOnRefusal(t *testing.T) {
 	if ok.starts.Load() != 10 {
 		t.Fatalf("%d runs reached the working node, want 10", ok.starts.Load())
 	}
-	if n := retries.Load(); n != busy.dials.Load()+down.dials.Load() {
-		t.Fatalf("OnRetry called %d times for %d refusals", n, busy.dials.Load()+down.dials.Load())
+	if n, refusals := retries.Load(), busy.dials.Load()+down.dials.Load()+gw.dials.Load(); n != refusals {
+		t.Fatalf("OnRetry called %d times for %d refusals", n, refusals)
 	}
 	// busy's Retry-After (1s) keeps it out for the rest of each run.
-	if busy.dials.Load() > 10 || down.dials.Load() > 10 {
-		t.Fatalf("a refusing node was tried more than once per run: 429 %d, 503 %d", busy.dials.Load(), down.dials.Load())
+	if busy.dials.Load() > 10 || down.dials.Load() > 10 || gw.dials.Load() > 10 {
+		t.Fatalf("a refusing node was tried more than once per run: 429 %d, 503 %d, 502 %d", busy.dials.Load(), down.dials.Load(), gw.dials.Load())
 	}
 }
 
