@@ -54,13 +54,17 @@ agent-image: daemon-image ## build dsh-container/agent:latest for deploy/kuberne
 	cp -L "$$init" "$$ctx/tini-static"; \
 	docker build -q -f images/daemon/agent.Dockerfile -t dsh-container/agent:latest "$$ctx"
 
+.PHONY: fleet-images
+fleet-images: daemon-image ## build what deploy/fleet/docker-compose.yml runs: the daemon image and dsh-container/haproxy (offline, from Debian packages)
+	deploy/fleet/build-haproxy.sh
+
 .PHONY: demo
 demo: images ## set up and run the demo: a program calling two host tools in a container
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
 .PHONY: test
-test: images sdk-check-image agent-image ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
+test: images sdk-check-image agent-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
 	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 45m ./...
 
 .PHONY: unit

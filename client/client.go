@@ -2,9 +2,11 @@
 // endpoint (GET /v1/sessions), with tools defined and answered in the
 // calling process.
 //
-// A run is retried while the daemon refuses it with 429 (after the
-// Retry-After it gives), and never once the daemon has accepted it: a run
-// executes at most once.
+// A run is retried, on the next of the client's endpoints, while it is
+// refused with 429 or 503 or its connection fails before the daemon
+// accepted it (endpoints.go), and never once a daemon has accepted it: a
+// run executes at most once, and a run lost after acceptance fails with
+// ErrNodeLost.
 package client
 
 import (
@@ -16,7 +18,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,21 +25,34 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// Client talks to one daemon. The zero value is not usable: set URL.
+// Client talks to one daemon or to several (a fleet). The zero value is
+// not usable: set URL or Endpoints (or use New).
 type Client struct {
 	// URL is the daemon: http://host:port, https://host:port or
 	// unix:///path/to/api.sock.
 	URL string
+	// Endpoints are more daemons of the same fleet, tried after URL (if
+	// set) in turn when one refuses a run with 429 or 503 or cannot be
+	// reached before accepting it (endpoints.go).
+	Endpoints []string
 	// Token is the bearer token of a tenant (serve --auth); empty sends
 	// none.
 	Token string
 	// TLS configures https (server CAs, a client certificate for mTLS).
 	TLS *tls.Config
-	// MaxRetries bounds the retries of a run refused with 429 (default 3;
-	// negative: none).
+	// MaxRetries bounds the retries of a run not accepted (refused with
+	// 429 or 503, or its connection failed first): default 3, or twice
+	// the number of endpoints when that is more; negative: none.
 	MaxRetries int
 	// MaxRetryWait caps one wait between retries (default 30s).
 	MaxRetryWait time.Duration
+	// RetryBackoff is the first retry's backoff, doubled each retry and
+	// jittered (default 100ms); a Retry-After from the endpoint tried
+	// next waits longer.
+	RetryBackoff time.Duration
+	// OnRetry, if set, is called before each retry with the endpoint that
+	// failed the run before accepting it and why (nothing ran there).
+	OnRetry func(endpoint string, err error)
 	// MaxFrameBytes bounds a frame from the daemon (default 64 MiB).
 	MaxFrameBytes int64
 }
@@ -111,9 +125,14 @@ func (e *ProtocolError) Error() string {
 	return fmt.Sprintf("dsh-container session: %s: %s", e.Code, e.Message)
 }
 
-// ErrConnectionLost is a session that broke after the run was accepted:
-// the run was aborted, or may have been. It is not retried.
-var ErrConnectionLost = errors.New("dsh-container: the connection was lost after the run was accepted; it is not retried")
+// ErrNodeLost is a session that broke after a daemon accepted the run:
+// its node or daemon died, or the connection to it did. The run was
+// aborted, or may have been, or may have finished: it ran at most once,
+// and it is not retried.
+var ErrNodeLost = errors.New("dsh-container: node lost: the connection was lost after the run was accepted; it is not retried")
+
+// ErrConnectionLost is ErrNodeLost's earlier name (the same error).
+var ErrConnectionLost = ErrNodeLost
 
 // abortGrace bounds the wait for the done frame after an abort.
 const abortGrace = 15 * time.Second
@@ -136,29 +155,7 @@ func (c *Client) Run(ctx context.Context, req Request, tools []Tool, h Handlers)
 		}
 		byName[t.Name] = t
 	}
-	retries := c.MaxRetries
-	if retries == 0 {
-		retries = 3
-	}
-	maxWait := c.MaxRetryWait
-	if maxWait <= 0 {
-		maxWait = 30 * time.Second
-	}
-	for attempt := 0; ; attempt++ {
-		rep, err := c.runOnce(ctx, req, tools, byName, h)
-		var rf *RefusedError
-		if !errors.As(err, &rf) || rf.Status != http.StatusTooManyRequests || attempt >= retries {
-			return rep, err
-		}
-		wait := min(max(rf.RetryAfter, 100*time.Millisecond), maxWait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-	}
+	return c.runRetrying(ctx, req, tools, byName, h)
 }
 
 func (c *Client) dial(ctx context.Context) (*websocket.Conn, *http.Response, error) {
@@ -202,16 +199,13 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 			}
 			_ = json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 1<<16)).Decode(&body)
 			resp.Body.Close()
-			rf := &RefusedError{Status: resp.StatusCode, Message: body.Error}
-			if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-				rf.RetryAfter = time.Duration(secs) * time.Second
-			}
+			rf := &RefusedError{Status: resp.StatusCode, Message: body.Error, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
 			if rf.Message == "" {
 				rf.Message = resp.Status
 			}
 			return nil, rf
 		}
-		return nil, fmt.Errorf("dsh-container: connecting to %s: %w", c.URL, err)
+		return nil, notAccepted{fmt.Errorf("dsh-container: connecting to %s: %w", c.URL, err)}
 	}
 	maxFrame := c.MaxFrameBytes
 	if maxFrame <= 0 {
@@ -260,12 +254,12 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 				return nil, ctx.Err()
 			}
 			if accepted {
-				return nil, fmt.Errorf("%w: %v", ErrConnectionLost, err)
+				return nil, fmt.Errorf("%w (%s): %v", ErrNodeLost, c.URL, err)
 			}
 			if startErr != nil {
-				return nil, fmt.Errorf("dsh-container: sending the start frame: %w", startErr)
+				return nil, notAccepted{fmt.Errorf("dsh-container: sending the start frame: %w", startErr)}
 			}
-			return nil, fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)
+			return nil, notAccepted{fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)}
 		}
 		f, err := decodeFrame(data)
 		if err != nil {
