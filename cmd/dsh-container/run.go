@@ -35,6 +35,10 @@ type runOptions struct {
 	Pids    int64
 	Runtime string
 	Seccomp string
+	// Policy is --policy; Approve is --approve (approve.go).
+	Policy          string
+	Approve         bool
+	ApprovalTimeout time.Duration
 
 	changed func(flag string) bool
 }
@@ -83,6 +87,8 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.Int64Var(&opts.Pids, "pids", d.Pids, "limit on processes and threads")
 	fl.StringVar(&opts.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.Seccomp)
+	addPolicyFlags(fl, &opts.Policy, &opts.ApprovalTimeout)
+	fl.BoolVar(&opts.Approve, "approve", false, "ask on the terminal before each tool call the policy asks about (every call without --policy): allow, deny, or allow the tool for the rest of the run")
 	addDriverFlags(cmd, f)
 	return cmd
 }
@@ -179,6 +185,11 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
+	approvalOpts, closeApprover, err := runApprovalOptions(opts)
+	if err != nil {
+		return err
+	}
+	defer closeApprover()
 	toolset, err := openTools(ctx, opts.Tools, f.logger())
 	if err != nil {
 		return err
@@ -217,6 +228,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		registry.WithRuntime(rt),
 		registry.WithLogger(log),
 	}
+	regOpts = append(regOpts, approvalOpts...)
 	if opts.Events {
 		enc := json.NewEncoder(f.stderr)
 		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))

@@ -37,6 +37,9 @@ type serveOptions struct {
 	Queue     int
 	Languages []string
 	Shutdown  time.Duration
+	// Policy is --policy, ApprovalTimeout --approval-timeout (approve.go).
+	Policy          string
+	ApprovalTimeout time.Duration
 	// auth, TLS and mTLS (serve_service.go)
 	svc serviceOptions
 	// limits and the OCI runtime, as run takes them
@@ -109,6 +112,7 @@ once.`,
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addPolicyFlags(fl, &opts.Policy, &opts.ApprovalTimeout)
 	addDriverFlags(cmd, f)
 	addServiceFlags(fl, &opts.svc)
 	cmd.AddCommand(newServeHealthzCmd(f))
@@ -165,6 +169,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	pol, err := loadPolicy(opts.Policy)
+	if err != nil {
+		return err
+	}
 	svc, err := opts.svc.setup(opts.MaxRuns, opts.Queue)
 	if err != nil {
 		return err
@@ -211,7 +219,8 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		}
 	}()
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
-		server.WithRegistryOptions(registry.WithSDK(view))}, svc.opts...)
+		server.WithRegistryOptions(registry.WithSDK(view)),
+		server.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...)}, svc.opts...)
 	for _, l := range langs {
 		rt, err := container.New(drv,
 			container.WithLanguage(l),
