@@ -104,6 +104,51 @@ class Retries(unittest.TestCase):
         self.assertEqual(asyncio.run(go()), 1)
 
 
+class Approvals(unittest.TestCase):
+    """The answer to an approval frame, from on_approval."""
+
+    class WS:
+        def __init__(self):
+            self.sent = []
+
+        async def send(self, text):
+            self.sent.append(json.loads(text))
+
+    def answer(self, on_approval):
+        from dsh_container.client import _approve
+
+        ws = self.WS()
+        frame = {"type": "approval", "id": "r:code:1", "tool": "rm", "args": {"path": "/x"}}
+        asyncio.run(_approve(ws, on_approval, frame))
+        self.assertEqual(len(ws.sent), 1)
+        return ws.sent[0]
+
+    def test_decisions(self):
+        seen = []
+
+        def allow(req):
+            seen.append(req)
+            return "allow"
+
+        self.assertEqual(self.answer(allow), {"type": "approvalResult", "id": "r:code:1", "decision": "allow"})
+        self.assertEqual(seen, [{"id": "r:code:1", "tool": "rm", "args": {"path": "/x"}}])
+
+        async def deny(req):
+            return {"decision": "deny", "reason": "no"}
+
+        self.assertEqual(self.answer(deny), {"type": "approvalResult", "id": "r:code:1", "decision": "deny", "reason": "no"})
+        self.assertEqual(self.answer(lambda req: "allowForRun")["decision"], "allowForRun")
+
+    def test_denials(self):
+        self.assertEqual(self.answer(None)["reason"], "this client has no approval handler")
+        self.assertEqual(self.answer(lambda req: "maybe")["decision"], "deny")
+
+        def boom(req):
+            raise RuntimeError("kaput")
+
+        self.assertEqual(self.answer(boom), {"type": "approvalResult", "id": "r:code:1", "decision": "deny", "reason": "kaput"})
+
+
 @unittest.skipUnless(URL, "DSH_URL is not set: no daemon")
 class Daemon(unittest.TestCase):
     def client(self, **kw):
