@@ -23,7 +23,9 @@ import (
 // or its context is cancelled, no call starts, and settle waits for the one
 // in flight. A runtime that breaks the seam by invoking a binding while
 // another runs gets that call rejected, unnumbered and unexecuted: two tool
-// calls of one run never overlap.
+// calls of one run never overlap. A call paused for approval (approval.go)
+// is a call in flight: the calls issued after it wait in the runtime's
+// queue, in order, until it is decided.
 type bridge struct {
 	r      *Registry
 	parent Execution
