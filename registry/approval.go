@@ -144,19 +144,16 @@ func (r *Registry) approve(ctx context.Context, exec Execution, ask *AskError) e
 	case ans = <-ch:
 	case <-actx.Done():
 		// The approver may not honour ctx: do not wait for it.
-		ans.err = context.Cause(actx)
-	}
-	if ans.err == nil && actx.Err() != nil {
-		ans.err = context.Cause(actx) // a late answer does not count
 	}
 	switch {
-	case errors.Is(ans.err, errApprovalTimeout):
+	case ctx.Err() != nil:
+		// The call's run ended while it waited: no decision was made.
+		return fmt.Errorf("approval abandoned: %w", context.Cause(ctx))
+	case actx.Err() != nil:
+		// Out of time; an answer that raced the deadline does not count.
 		reason := fmt.Sprintf("approval timed out after %v", timeout)
 		r.emitApproval(b, exec, DecisionDeny, reason)
 		return errors.New(reason)
-	case ans.err != nil && ctx.Err() != nil:
-		// The call's run ended while it waited: no decision was made.
-		return fmt.Errorf("approval abandoned: %w", context.Cause(ctx))
 	case ans.err != nil:
 		reason := "approver failed: " + ans.err.Error()
 		r.emitApproval(b, exec, DecisionDeny, reason)

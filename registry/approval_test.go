@@ -282,3 +282,37 @@ func TestParseDecision(t *testing.T) {
 		t.Errorf("ParseDecision(Allow): %v", err)
 	}
 }
+
+func TestApproverFailureDenies(t *testing.T) {
+	for name, ap := range map[string]Approver{
+		"error": ApproverFunc(func(context.Context, ApprovalRequest) (Approval, error) { return Approval{}, errors.New("tty closed") }),
+		"panic": ApproverFunc(func(context.Context, ApprovalRequest) (Approval, error) { panic("boom") }),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _, _ := codeReg(t, WithGuard(askAll), WithApprover(ap))
+			mustRegister(t, r, echoTool("a"))
+			res := r.Execute(context.Background(), runCall("c1", "try a"))
+			if !strings.HasPrefix(res.Text(), `error: tool "a" denied: approver failed: `) {
+				t.Errorf("got %q", res.Text())
+			}
+		})
+	}
+}
+
+// A later guard still runs after an approval: an ask is not an allow of
+// everything.
+func TestApprovalThenLaterGuardDenies(t *testing.T) {
+	ap := &scripted{answers: map[string]Approval{"a": {Decision: DecisionAllow}}}
+	deny := func(context.Context, Execution) error { return errors.New("second guard says no") }
+	r, _, _ := codeReg(t, WithGuard(askAll), WithGuard(func(ctx context.Context, e Execution) error {
+		if e.Name == RunCode {
+			return nil
+		}
+		return deny(ctx, e)
+	}), WithApprover(ap))
+	mustRegister(t, r, echoTool("a"))
+	res := r.Execute(context.Background(), runCall("c1", "try a"))
+	if res.Text() != `error: tool "a" denied: second guard says no` || len(ap.calls()) != 1 {
+		t.Errorf("got %q, asked %d", res.Text(), len(ap.calls()))
+	}
+}
