@@ -207,6 +207,33 @@ class Daemon(unittest.TestCase):
         rep = self.client().run("python", "return await tools.wait({})", tools={"wait": lambda a: __import__("time").sleep(3)}, timeout=1)
         self.assertEqual(rep.error["kind"], "abort")
 
+    @unittest.skipUnless(os.environ.get("DSH_POLICY_ASKS") == "guarded", "the daemon's policy does not ask about 'guarded'")
+    def test_approval(self):
+        asked = []
+
+        def on_approval(req):
+            asked.append(req)
+            if req["args"].get("n") == 1:
+                return "allow"
+            return {"decision": "deny", "reason": "not %s" % req["args"].get("n")}
+
+        for lang, code in {
+            "python": 'a = await tools.guarded({"n": 1})\ntry:\n    await tools.guarded({"n": 2})\n    b = "ran"\nexcept Exception as e:\n    b = str(e)\nreturn [a, b]',
+            "typescript": 'const a = await tools.guarded({n: 1}); let b = "ran";\ntry { await tools.guarded({n: 2}); } catch (e) { b = e.message; }\nreturn [a, b];',
+        }.items():
+            with self.subTest(lang):
+                asked.clear()
+                events = []
+                rep = self.client().run(lang, code, tools={"guarded": lambda a: "ok %s" % a["n"]}, on_event=events.append, on_approval=on_approval)
+                self.assertTrue(rep.ok, rep.error)
+                self.assertEqual(rep.value[0], "ok 1")
+                self.assertIn('tool "guarded" denied: not 2', rep.value[1])
+                self.assertEqual([r["tool"] for r in asked], ["guarded", "guarded"])
+                self.assertEqual([e["decision"] for e in events if e["type"] == "tool/approval"], ["allow", "deny"])
+        # Without a handler the client denies.
+        rep = self.client().run("python", 'try:\n    await tools.guarded({"n": 1})\n    return "ran"\nexcept Exception as e:\n    return str(e)', tools={"guarded": lambda a: "x"})
+        self.assertIn("this client has no approval handler", rep.value)
+
     def test_refusals(self):
         with self.assertRaises(RefusedError) as cm:
             self.client().run("cobol", "return 1")
