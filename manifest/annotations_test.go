@@ -22,7 +22,7 @@ func TestAnnotations(t *testing.T) {
 		t.Errorf("no annotations: %s", rt.Annotations)
 	}
 	for in, want := range map[string]string{
-		`{"tools":[{"name":"x","annotations":{"destructive":true}}]}`:     `unknown field "destructive"`,
+		`{"tools":[{"name":"x","annotations":{"destructive":true}}]}`:      `unknown field "destructive"`,
 		`{"tools":[{"name":"x","annotations":{"destructiveHint":"yes"}}]}`: `destructiveHint`,
 		`{"tools":[{"name":"x","annotations":[]}]}`:                        `annotations`,
 	} {

@@ -171,25 +171,26 @@ func (a *ttyApprover) Approve(ctx context.Context, req registry.ApprovalRequest)
 }
 
 // runApprovalOptions is what --policy and --approve add to run's registry,
-// and the closer of the terminal --approve opened.
-func runApprovalOptions(opts *runOptions) ([]registry.Option, func(), error) {
+// the policy itself (nil without --policy; its Egress is for the run's
+// egress option) and the closer of the terminal --approve opened.
+func runApprovalOptions(opts *runOptions) (*policy.Policy, []registry.Option, func(), error) {
 	p, err := loadPolicy(opts.Policy)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if opts.ApprovalTimeout < 0 {
-		return nil, nil, usagef("--approval-timeout must not be negative")
+		return nil, nil, nil, usagef("--approval-timeout must not be negative")
 	}
 	regOpts := approvalRegistryOptions(p, opts.ApprovalTimeout)
 	if !opts.Approve {
-		return regOpts, func() {}, nil
+		return p, regOpts, func() {}, nil
 	}
 	a, c, err := newTTYApprover()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if p == nil {
 		regOpts = append(regOpts, registry.WithGuard(askEverything))
 	}
-	return append(regOpts, registry.WithApprover(a)), func() { c.Close() }, nil
+	return p, append(regOpts, registry.WithApprover(a)), func() { c.Close() }, nil
 }

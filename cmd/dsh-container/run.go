@@ -79,7 +79,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (native offers tools without running anything: serve and mcp take it)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object {value, valueKind, logs, error, ...}")
-	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch event as one JSON line on stderr")
+	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch (and tool/approval) event as one JSON line on stderr")
 	fl.DurationVar(&opts.Wall, "wall-timeout", d.WallTime, "wall-clock budget of the program")
 	fl.DurationVar(&opts.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of the program (metered from the container's cgroup)")
 	fl.StringVar(&opts.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit (e.g. 256MiB, 1g); swap is disabled")
@@ -185,7 +185,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	approvalOpts, closeApprover, err := runApprovalOptions(opts)
+	_, approvalOpts, closeApprover, err := runApprovalOptions(opts)
 	if err != nil {
 		return err
 	}
