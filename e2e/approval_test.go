@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/client"
 	"github.com/dsh-container/dsh-container/policy"
 	"github.com/dsh-container/dsh-container/registry"
@@ -448,3 +451,82 @@ return out`,
 // noTTY starts a command in a session of its own: it has no controlling
 // terminal, so /dev/tty cannot be opened.
 func noTTY() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
+
+// startMCPEliciting is startMCP with a client that answers elicitations,
+// on a protocol version that lets a server elicit during a tool call.
+func startMCPEliciting(t *testing.T, bin string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), args ...string) *mcpProc {
+	t.Helper()
+	xdg, err := os.MkdirTemp("", "dshm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &mcpProc{t: t, xdg: xdg, stderr: &lockedBuffer{}}
+	p.cmd = exec.Command(bin, append([]string{"mcp"}, args...)...)
+	p.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
+	p.cmd.Stderr = p.stderr
+	opts := p.clientOptions()
+	opts.ElicitationHandler = elicit
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p.cs, err = sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, opts).
+		Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	t.Cleanup(func() { p.stop() })
+	if err != nil {
+		t.Fatalf("connecting to dsh-container mcp: %v\nstderr:\n%s", err, p.stderr.String())
+	}
+	p.owner = container.OwnerOf(p.cmd.Process.Pid)
+	return p
+}
+
+// mcp --policy safe: a destructive command tool asks; a client with
+// elicitation decides, a client without it gets a denial saying why.
+func TestMCPApprovalE2E(t *testing.T) {
+	bin := buildCLI(t)
+	manifest := filepath.Join(t.TempDir(), "tools.json")
+	os.WriteFile(manifest, []byte(`{"tools":[{"name":"wipe","inputSchema":{"type":"object"},"command":["/bin/cat"],"annotations":{"destructiveHint":true}},{"name":"show","inputSchema":{"type":"object"},"command":["/bin/cat"]}]}`), 0o644)
+	const code = `
+const out: string[] = [await tools.show({n: 0})];
+for (const n of [1, 2]) {
+  try { out.push(await tools.wipe({n})) } catch (e) { out.push("denied: " + (e as Error).message) }
+}
+return out;`
+	t.Run("elicitation", func(t *testing.T) {
+		var mu sync.Mutex
+		var messages []string
+		p := startMCPEliciting(t, bin, func(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			messages = append(messages, req.Params.Message)
+			if strings.Contains(req.Params.Message, `{"n":1}`) {
+				return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow"}}, nil
+			}
+			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "keep 2"}}, nil
+		}, "--tools", manifest, "--policy", "safe", "--pool", "0")
+		res, out := mustRun(t, p.cs, code)
+		if res.IsError {
+			t.Fatalf("%s", resultText(res))
+		}
+		var v []string
+		json.Unmarshal(out.Value, &v)
+		if len(v) != 3 || v[0] != `{"n":0}` || v[1] != `{"n":1}` || !strings.Contains(v[2], `tool "wipe" denied: keep 2`) {
+			t.Fatalf("value %s", out.Value)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(messages) != 2 || !strings.Contains(messages[0], `tool "wipe"`) {
+			t.Fatalf("elicitations %q", messages)
+		}
+	})
+	t.Run("no elicitation", func(t *testing.T) {
+		p := startMCP(t, bin, "--tools", manifest, "--policy", "safe", "--pool", "0")
+		res, out := mustRun(t, p.cs, code)
+		if res.IsError {
+			t.Fatalf("%s", resultText(res))
+		}
+		var v []string
+		json.Unmarshal(out.Value, &v)
+		if len(v) != 3 || v[0] != `{"n":0}` || !strings.Contains(v[1], "the MCP client does not support elicitation") {
+			t.Fatalf("value %s", out.Value)
+		}
+	})
+}
