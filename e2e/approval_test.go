@@ -15,6 +15,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
@@ -529,4 +530,101 @@ return out;`
 			t.Fatalf("value %s", out.Value)
 		}
 	})
+}
+
+// openPTY opens a pseudo-terminal pair: the test holds the master, the
+// command gets the slave as its controlling terminal.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(); s.Close() })
+	return m, s
+}
+
+// run --approve on a real terminal: the prompt shows the tool and its
+// arguments neutralised; "y" allows, "n" denies, "a" allows the tool for
+// the rest of the run.
+func TestRunApproveTTYE2E(t *testing.T) {
+	bin := buildCLI(t)
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "tools.json")
+	os.WriteFile(manifest, []byte(`{"tools":[{"name":"show","inputSchema":{"type":"object"},"command":["/bin/cat"]},{"name":"note","inputSchema":{"type":"object"},"command":["/bin/cat"]}]}`), 0o644)
+	prog := filepath.Join(dir, "prog.ts")
+	os.WriteFile(prog, []byte(`
+const out: string[] = [];
+for (const f of ["\u001b]0;pwned\u0007a", "b"]) {
+  try { out.push(await tools.show({file: f})) } catch (e) { out.push("denied: " + (e as Error).message) }
+}
+for (const n of [1, 2, 3]) out.push(await tools.note({n}));
+return out;`), 0o644)
+	master, slave := openPTY(t)
+	cmd := exec.Command(bin, "run", "--json", "--approve", "--tools", manifest, prog)
+	var stdout, stderr strings.Builder
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var screen strings.Builder
+	answers := []string{"y\n", "n\n", "a\n"}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		asked := 0
+		for {
+			n, err := master.Read(buf)
+			screen.Write(buf[:n])
+			for asked < len(answers) && strings.Count(screen.String(), "allow? ") > asked {
+				master.WriteString(answers[asked])
+				asked++
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	err := cmd.Wait()
+	master.Close()
+	<-done
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s\nterminal: %q", err, stderr.String(), screen.String())
+	}
+	var rep struct{ Value []string }
+	if err := json.Unmarshal([]byte(stdout.String()), &rep); err != nil {
+		t.Fatalf("%v: %s", err, stdout.String())
+	}
+	got := strings.Join(rep.Value, "|")
+	want := `{"file":"\u001b]0;pwned\u0007a"}|denied: tool "show" denied: denied at the terminal|{"n":1}|{"n":2}|{"n":3}`
+	if got != want {
+		t.Fatalf("value %q\nwant  %q", got, want)
+	}
+	term := screen.String()
+	if strings.Count(term, "allow? ") != 3 {
+		t.Fatalf("%d prompts (note asked once, then allowed for the run): %q", strings.Count(term, "allow? "), term)
+	}
+	if strings.Contains(term, "\x1b]0;") || strings.Contains(term, "\x07") {
+		t.Fatalf("the program's control characters reached the terminal: %q", term)
+	}
+	if !strings.Contains(term, `the program calls tool show`) || !strings.Contains(term, `arguments: {"file":"\u001b]0;pwned\u0007a"}`) {
+		t.Fatalf("prompt: %q", term)
+	}
 }
