@@ -37,13 +37,13 @@ type serveOptions struct {
 	Queue     int
 	Languages []string
 	Shutdown  time.Duration
-	// Policy is --policy, ApprovalTimeout --approval-timeout (approve.go).
-	Policy          string
-	ApprovalTimeout time.Duration
 	// auth, TLS and mTLS (serve_service.go)
 	svc serviceOptions
 	// limits and the OCI runtime, as run takes them
 	run runOptions
+	// Policy is --policy, ApprovalTimeout --approval-timeout (approve.go).
+	Policy          string
+	ApprovalTimeout time.Duration
 }
 
 func newServeCmd(f *factory) *cobra.Command {
@@ -219,8 +219,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		}
 	}()
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
-		server.WithRegistryOptions(registry.WithSDK(view)),
-		server.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...)}, svc.opts...)
+		server.WithRegistryOptions(registry.WithSDK(view))}, svc.opts...)
 	for _, l := range langs {
 		rt, err := container.New(drv,
 			container.WithLanguage(l),
@@ -238,6 +237,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		runtimes = append(runtimes, rt)
 		srvOpts = append(srvOpts, server.WithRuntime(limitedRuntime{rt}))
 	}
+	srvOpts = append(srvOpts, server.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...))
 	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
 		if err := drv.Ping(ctx); err != nil {
 			return err
