@@ -99,6 +99,9 @@ type Handlers struct {
 	Log func(LogEntry)
 	// Event is called for each tool/code-dispatch event.
 	Event func(json.RawMessage)
+	// Approve decides a call the server's policy asks about (approval.go);
+	// nil denies every such call. It runs in its own goroutine.
+	Approve func(ctx context.Context, req ApprovalRequest) (Approval, error)
 }
 
 // RefusedError is a run the daemon refused before accepting it: nothing
@@ -285,6 +288,8 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 			}
 		case "call":
 			s.call(ctx, f)
+		case "approval":
+			s.approve(ctx, f)
 		case "done":
 			return f.Report, ctx.Err()
 		case "error":

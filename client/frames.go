@@ -67,9 +67,11 @@ type frame struct {
 	Log LogEntry
 	// event
 	Event json.RawMessage
-	// call
+	// call, approval
 	Name string
 	Args json.RawMessage
+	// approval
+	Tool string
 	// done
 	Report *Report
 	// error
@@ -92,11 +94,12 @@ var daemonFields = map[string][]string{
 	"log":      {"type", "source", "level", "text"},
 	"event":    {"type", "event"},
 	"call":     {"type", "id", "name", "args"},
+	"approval": {"type", "id", "tool", "args"},
 	"done":     {"type", "report"},
 	"error":    {"type", "code", "message"},
 }
 
-var clientTypes = []string{"start", "result", "abort"}
+var clientTypes = []string{"start", "result", "abort", "approvalResult"}
 
 // decodeFrame validates one daemon-to-client text frame.
 func decodeFrame(data []byte) (*frame, error) {
@@ -186,6 +189,13 @@ func decodeFrame(data []byte) (*frame, error) {
 		check(hasArgs, `"args" is required`)
 		f.Args = keys["args"]
 		check(f.ID != "" && f.Name != "", "id and name must not be empty")
+	case "approval":
+		field("id", &f.ID, true)
+		field("tool", &f.Tool, true)
+		_, hasArgs := keys["args"]
+		check(hasArgs, `"args" is required`)
+		f.Args = keys["args"]
+		check(f.ID != "" && f.Tool != "", "id and tool must not be empty")
 	case "done":
 		var rep map[string]json.RawMessage
 		field("report", &rep, true)

@@ -25,13 +25,19 @@ func TestPythonClient(t *testing.T) {
 	auth := filepath.Join(t.TempDir(), "auth.json")
 	tok, sum := token("py")
 	writeAuth(t, auth, map[string]any{"name": "py", "tokenSha256": sum})
-	s := startService(t, nil, "--pool", "1", "--auth", auth, "--wall-timeout", "30s")
+	// The policy asks about the tool "guarded" only (the Approvals test
+	// answers it); every other call is allowed.
+	pol := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(pol, []byte(`{"default":"allow","tools":{"guarded":{"action":"ask"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startService(t, nil, "--pool", "1", "--auth", auth, "--wall-timeout", "30s", "--policy", pol)
 	src, err := filepath.Abs("../clients/python")
 	if err != nil {
 		t.Fatal(err)
 	}
 	vectors, _ := filepath.Abs("../server/testdata/session/vectors.json")
-	env := []string{"DSH_URL=" + s.url, "DSH_TOKEN=" + tok, "PYTHONDONTWRITEBYTECODE=1"}
+	env := []string{"DSH_URL=" + s.url, "DSH_TOKEN=" + tok, "PYTHONDONTWRITEBYTECODE=1", "DSH_POLICY_ASKS=guarded"}
 
 	ran := 0
 	t.Run("host", func(t *testing.T) {

@@ -25,6 +25,9 @@ type Tool struct {
 	// MaxOutputBytes caps the stdout one call returns; 0 means
 	// DefaultMaxOutputBytes. See the package doc.
 	MaxOutputBytes int `json:"maxOutputBytes,omitempty"`
+	// Annotations are optional hints in MCP's ToolAnnotations shape
+	// (annotations.go); unknown fields are errors.
+	Annotations *Annotations `json:"annotations,omitempty"`
 }
 
 // UnmarshalJSON decodes a manifest entry strictly (unknown fields are

@@ -14,6 +14,7 @@ func (t Tool) RegistryTool() registry.Tool {
 		Name:        t.Name,
 		Description: t.Description,
 		Parameters:  t.InputSchema,
+		Annotations: t.Annotations.raw(),
 		Execute: func(ctx context.Context, call registry.Execution) ([]registry.Block, error) {
 			out, err := Exec(ctx, t, call.Arguments)
 			if err != nil {

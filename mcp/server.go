@@ -203,7 +203,9 @@ func (s *Server) Tools() []registry.MCPTool {
 
 // build assembles a snapshot of the current tools.
 func (s *Server) build() (*snapshot, error) {
-	regOpts := append(slices.Clone(s.opts.regOpts),
+	// The approver comes first: an Approver among the caller's options
+	// replaces it.
+	regOpts := append(append([]registry.Option{registry.WithApprover(elicitApprover{})}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
 		registry.WithSDK(s.opts.sdkView),
 		registry.WithSDKAutoThreshold(s.opts.sdkLimit),
@@ -330,6 +332,7 @@ func (s *Server) native(name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, done := s.callContext(ctx)
 		defer done()
+		ctx = withSession(ctx, req.Session)
 		res := s.current().reg.Execute(ctx, registry.Call{ID: newCallID(), Name: name, Arguments: req.Params.Arguments})
 		out := &sdk.CallToolResult{Content: content(res.Content), IsError: res.IsError}
 		if len(res.StructuredContent) > 0 && !res.IsError {
@@ -366,6 +369,7 @@ func content(blocks []registry.Block) []sdk.Content {
 func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	ctx, done := s.callContext(ctx)
 	defer done()
+	ctx = withSession(ctx, req.Session)
 	id := newCallID()
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		p := newProgress(ctx, req.Session, token, s.log)

@@ -23,7 +23,9 @@ import (
 // or its context is cancelled, no call starts, and settle waits for the one
 // in flight. A runtime that breaks the seam by invoking a binding while
 // another runs gets that call rejected, unnumbered and unexecuted: two tool
-// calls of one run never overlap.
+// calls of one run never overlap. A call paused for approval (approval.go)
+// is a call in flight: the calls issued after it wait in the runtime's
+// queue, in order, until it is decided.
 type bridge struct {
 	r      *Registry
 	parent Execution
@@ -42,11 +44,16 @@ type bridge struct {
 	// Event accounting, under mu.
 	events, eventBytes, dropped int
 	settleOnce                  sync.Once
+	// forRun holds the tools an approver allowed for the rest of the run,
+	// under mu.
+	forRun map[string]bool
 }
 
 func (r *Registry) newBridge(ctx context.Context, parent Execution) *bridge {
 	runCtx, cancel := context.WithCancel(ctx)
-	return &bridge{r: r, parent: parent, tools: r.visible(parent.Scope), ctx: runCtx, cancel: cancel}
+	b := &bridge{r: r, parent: parent, tools: r.visible(parent.Scope), cancel: cancel}
+	b.ctx = context.WithValue(runCtx, bridgeKey{}, b)
+	return b
 }
 
 // functions returns one binding per visible tool.
@@ -114,11 +121,12 @@ func (b *bridge) begin(ctx context.Context, t Tool, args json.RawMessage) (*subC
 		seq:  b.n,
 		tool: t,
 		exec: Execution{
-			CallID:    b.parent.CallID + ":code:" + strconv.Itoa(b.n),
-			Name:      t.Name,
-			Arguments: args,
-			Parent:    b.parent.CallID,
-			Scope:     b.parent.Scope,
+			CallID:      b.parent.CallID + ":code:" + strconv.Itoa(b.n),
+			Name:        t.Name,
+			Arguments:   args,
+			Parent:      b.parent.CallID,
+			Scope:       b.parent.Scope,
+			Annotations: t.Annotations,
 		},
 	}
 	var abandon error

@@ -61,6 +61,10 @@ type Event struct {
 	// error message for an error; at most SummaryBytes bytes plus "…" when
 	// cut.
 	Summary string `json:"summary"`
+	// Decision, in an EventApproval event, is the decision: allow, deny
+	// or allowForRun; Reason explains a denial.
+	Decision string `json:"decision,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 	// Dropped, in an EventCodeDispatchDropped event, counts the run's
 	// sub-calls that got no event.
 	Dropped int `json:"dropped,omitempty"`

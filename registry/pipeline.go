@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -62,7 +63,9 @@ type PreExecuteHook func(ctx context.Context, exec Execution) error
 // denies the call: the result is an error wrapping a *DeniedError with the
 // guard's error as the reason, and for a sub-call the program's binding
 // rejects with that text. Guards run in order and the first denial is final:
-// no later guard or hook can undo it.
+// no later guard or hook can undo it. A guard may answer "ask" by returning
+// Ask(reason): the call then waits for the registry's Approver (see
+// WithApprover) and runs on only if it allows; later guards still run.
 type Guard func(ctx context.Context, exec Execution) error
 
 // PostExecuteHook runs on the result of every call whose tool executed (not
@@ -134,6 +137,7 @@ func (r *Registry) resolve(call Call) (Execution, executeFunc, error) {
 			return exec, nil, errorf(errdefs.ErrNotFound, "tool %q is not available", call.Name)
 		}
 		do = t.run
+		exec.Annotations = t.Annotations
 	}
 	args, err := NormalizeArguments(call.Arguments)
 	if err != nil {
@@ -208,7 +212,12 @@ func (r *Registry) stages(ctx context.Context, exec Execution, do executeFunc) (
 		}
 	}
 	for _, g := range r.cfg.guards {
-		if err := g(ctx, exec); err != nil {
+		err := g(ctx, exec)
+		if ask := (*AskError)(nil); errors.As(err, &ask) {
+			// The call pauses here until the approver decides.
+			err = r.approve(ctx, exec, ask)
+		}
+		if err != nil {
 			return errorResult(&DeniedError{CallID: exec.CallID, Tool: exec.Name, Reason: err})
 		}
 	}

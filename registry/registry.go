@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
 
@@ -43,6 +44,9 @@ type config struct {
 	// sdkView and sdkThreshold choose the SDK section (disclosure.go).
 	sdkView      SDKView
 	sdkThreshold int
+	// approver and approvalTimeout settle guards' asks (approval.go).
+	approver        Approver
+	approvalTimeout time.Duration
 }
 
 // Option configures a Registry.
@@ -132,7 +136,7 @@ func WithResultObserver(o ResultObserver) Option {
 
 // New returns an empty registry.
 func New(opts ...Option) *Registry {
-	c := config{mode: ModeNative, logger: slog.New(slog.DiscardHandler), sdkView: SDKFull, sdkThreshold: DefaultSDKAutoThreshold}
+	c := config{mode: ModeNative, logger: slog.New(slog.DiscardHandler), sdkView: SDKFull, sdkThreshold: DefaultSDKAutoThreshold, approvalTimeout: DefaultApprovalTimeout}
 	for _, o := range opts {
 		o(&c)
 	}

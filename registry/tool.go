@@ -71,6 +71,9 @@ type Execution struct {
 	Parent string
 	// Scope is the visibility scope of the call (inherited by sub-calls).
 	Scope Scope
+	// Annotations is the called tool's Annotations (nil for run_code and
+	// tools without), for guards that decide by them.
+	Annotations json.RawMessage
 }
 
 // BlockType names the kind of a content Block.

@@ -123,6 +123,8 @@ type session struct {
 	pending   map[string]chan *ResultFrame
 	states    []uint8 // by sub-call sequence number
 	violation *SessionError
+	// approvals asked of the client (session_approval.go).
+	approvals sessionApprovals
 }
 
 type outFrame struct {
@@ -289,6 +291,7 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 		registry.WithLogSink(func(_ string, e backend.LogEntry) {
 			ss.send(LogFrame{Type: FrameLog, LogEntry: e}, false)
 		}),
+		registry.WithApprover(ss),
 	)...)
 	server := map[string]bool{}
 	for _, t := range s.tools() {
@@ -470,6 +473,13 @@ func (ss *session) readLoop() {
 				reason += ": " + m.Reason
 			}
 			ss.cancel(errors.New(reason))
+		case *ApprovalResultFrame:
+			if err := ss.deliverApproval(m); err != nil {
+				var se *SessionError
+				errors.As(err, &se)
+				ss.violate(se)
+				return
+			}
 		case *ResultFrame:
 			if err := ss.deliver(m); err != nil {
 				var se *SessionError

@@ -32,7 +32,8 @@ const (
 )
 
 // Frame types. A client sends start, result and abort; the daemon sends
-// accepted, refused, log, event, call, done and error.
+// accepted, refused, log, event, call, done and error. Approvals add
+// approval (daemon) and approvalResult (client): session_approval.go.
 const (
 	FrameStart    = "start"
 	FrameResult   = "result"
@@ -189,16 +190,17 @@ var toolFields = []string{"name", "description", "inputSchema", "outputSchema"}
 
 func senderOf(typ string) SessionDirection {
 	switch typ {
-	case FrameStart, FrameResult, FrameAbort:
+	case FrameStart, FrameResult, FrameAbort, FrameApprovalResult:
 		return ClientToDaemon
 	}
 	return DaemonToClient
 }
 
 // DecodeSessionFrame validates and decodes one text frame sent in
-// direction dir: *StartFrame, *ResultFrame or *AbortFrame from a client;
-// *AcceptedFrame, *RefusedFrame, *LogFrame, *EventFrame, *CallFrame,
-// *DoneFrame or *ErrorFrame from the daemon. maxFrame bounds its size (0:
+// direction dir: *StartFrame, *ResultFrame, *AbortFrame or
+// *ApprovalResultFrame from a client; *AcceptedFrame, *RefusedFrame,
+// *LogFrame, *EventFrame, *CallFrame, *ApprovalFrame, *DoneFrame or
+// *ErrorFrame from the daemon. maxFrame bounds its size (0:
 // no bound). Every failure is a *SessionError. A start frame's tool
 // schemas and limits are checked by the session, which knows the server's
 // tools and maxima.
@@ -402,6 +404,8 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 			}
 		}
 		out = m
+	case FrameApproval, FrameApprovalResult:
+		out = decodeApprovalFrames(typ, f)
 	case FrameError:
 		m := &ErrorFrame{Type: typ}
 		f.str("code", &m.Code, true)

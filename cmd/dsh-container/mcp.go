@@ -43,6 +43,9 @@ type mcpOptions struct {
 	MaxRuns  int
 	Queue    int
 	Shutdown time.Duration
+	// Policy is --policy, ApprovalTimeout --approval-timeout (approve.go).
+	Policy          string
+	ApprovalTimeout time.Duration
 	// limits and the OCI runtime, as run takes them
 	run runOptions
 }
@@ -110,6 +113,7 @@ stops the MCP servers of --tools.`,
 	fl.Int64Var(&opts.run.Pids, "pids", d.Pids, "limit on processes and threads of each program")
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addPolicyFlags(fl, &opts.Policy, &opts.ApprovalTimeout)
 	addDriverFlags(cmd, f)
 	return cmd
 }
@@ -196,6 +200,10 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	if opts.Pool < 0 || opts.MaxRuns < 0 || opts.Queue < 0 {
 		return usagef("--pool, --max-runs and --queue must not be negative")
 	}
+	pol, err := loadPolicy(opts.Policy)
+	if err != nil {
+		return err
+	}
 	var addr server.Address
 	if opts.Listen != "" {
 		if addr, err = server.ParseAddress(opts.Listen); err != nil {
@@ -217,7 +225,8 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	}
 	defer tools.Close()
 
-	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithSDK(view), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version)}
+	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithSDK(view), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version),
+		mcp.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...)}
 	if mode != registry.ModeNative {
 		drv, err := f.connect(ctx)
 		if err != nil {

@@ -35,6 +35,10 @@ type runOptions struct {
 	Pids    int64
 	Runtime string
 	Seccomp string
+	// Policy is --policy; Approve is --approve (approve.go).
+	Policy          string
+	Approve         bool
+	ApprovalTimeout time.Duration
 
 	changed func(flag string) bool
 }
@@ -75,7 +79,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (native offers tools without running anything: serve and mcp take it)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object {value, valueKind, logs, error, ...}")
-	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch event as one JSON line on stderr")
+	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch (and tool/approval) event as one JSON line on stderr")
 	fl.DurationVar(&opts.Wall, "wall-timeout", d.WallTime, "wall-clock budget of the program")
 	fl.DurationVar(&opts.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of the program (metered from the container's cgroup)")
 	fl.StringVar(&opts.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit (e.g. 256MiB, 1g); swap is disabled")
@@ -83,6 +87,8 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.Int64Var(&opts.Pids, "pids", d.Pids, "limit on processes and threads")
 	fl.StringVar(&opts.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	addSeccompFlag(fl, &opts.Seccomp)
+	addPolicyFlags(fl, &opts.Policy, &opts.ApprovalTimeout)
+	fl.BoolVar(&opts.Approve, "approve", false, "ask on the terminal before each tool call the policy asks about (every call without --policy): allow, deny, or allow the tool for the rest of the run")
 	addDriverFlags(cmd, f)
 	return cmd
 }
@@ -179,6 +185,11 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
+	_, approvalOpts, closeApprover, err := runApprovalOptions(opts)
+	if err != nil {
+		return err
+	}
+	defer closeApprover()
 	toolset, err := openTools(ctx, opts.Tools, f.logger())
 	if err != nil {
 		return err
@@ -217,6 +228,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		registry.WithRuntime(rt),
 		registry.WithLogger(log),
 	}
+	regOpts = append(regOpts, approvalOpts...)
 	if opts.Events {
 		enc := json.NewEncoder(f.stderr)
 		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))

@@ -43,6 +43,9 @@ type serveOptions struct {
 	svc serviceOptions
 	// limits and the OCI runtime, as run takes them
 	run runOptions
+	// Policy is --policy, ApprovalTimeout --approval-timeout (approve.go).
+	Policy          string
+	ApprovalTimeout time.Duration
 }
 
 func newServeCmd(f *factory) *cobra.Command {
@@ -119,6 +122,7 @@ once.`,
 	fl.StringVar(&opts.run.Runtime, "runtime", "", "OCI runtime registered with the daemon: runc|crun|runsc (default: the daemon's default)")
 	fl.StringSliceVar(&opts.AllowRuntimes, "allow-runtimes", nil, "OCI runtimes a request may choose with its \"runtime\" key, e.g. runc,runsc (default: none; --runtime is always allowed)")
 	addSeccompFlag(fl, &opts.run.Seccomp)
+	addPolicyFlags(fl, &opts.Policy, &opts.ApprovalTimeout)
 	addDriverFlags(cmd, f)
 	addServiceFlags(fl, &opts.svc)
 	cmd.AddCommand(newServeHealthzCmd(f))
@@ -176,6 +180,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		return err
 	}
 	view, err := parseSDKView(opts.SDK)
+	if err != nil {
+		return err
+	}
+	pol, err := loadPolicy(opts.Policy)
 	if err != nil {
 		return err
 	}
@@ -264,6 +272,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			srvOpts = append(srvOpts, server.WithNamedRuntime(name, limitedRuntime{rt}))
 		}
 	}
+	srvOpts = append(srvOpts, server.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...))
 	srvOpts = append(srvOpts, server.WithHealthCheck(func(ctx context.Context) error {
 		if err := drv.Ping(ctx); err != nil {
 			return err

@@ -42,6 +42,7 @@ var rules = map[string]rule{
 	"registry/registrytest":           {own: []string{"registry"}},
 	"manifest":                        {own: []string{"registry"}},
 	"mcp":                             {own: []string{"registry"}},
+	"policy":                          {own: []string{"registry"}},
 	"server":                          {own: []string{"registry", "backend"}},
 	"client":                          {thirdParty: []string{"github.com/gorilla/websocket"}},
 	"images":                          {own: []string{"backend", "backend/container/runner"}},

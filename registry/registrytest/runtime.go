@@ -8,7 +8,11 @@
 // calls (see Script). Like the container runtime, it keeps the seam's
 // promise (see backend.BindingFunc): a run's bindings are invoked one at a
 // time, in the order the program issued the calls, and none starts after
-// the run settled or was cancelled. The binding context is cancelled when
+// the run settled or was cancelled. So a binding that blocks — a call
+// waiting for its approval (registry.Ask) — holds every call issued after
+// it: the next starts only once it returns, and they start in submission
+// order; the registry's approvals rely on this, as on the container
+// runtime's same promise. The binding context is cancelled when
 // the run settles, Run waits for every binding goroutine the program
 // started before it returns, and every program outcome is a RunResult
 // (Run's error is for misuse only).

@@ -156,10 +156,12 @@ _DAEMON_FIELDS = {
     "log": ("type", "source", "level", "text"),
     "event": ("type", "event"),
     "call": ("type", "id", "name", "args"),
+    "approval": ("type", "id", "tool", "args"),
     "done": ("type", "report"),
     "error": ("type", "code", "message"),
 }
-_CLIENT_TYPES = ("start", "result", "abort")
+_CLIENT_TYPES = ("start", "result", "abort", "approvalResult")
+_DECISIONS = ("allow", "deny", "allowForRun")
 _LEVELS = ("log", "info", "warn", "error", "debug")
 
 
@@ -238,6 +240,11 @@ def decode_frame(data):
         string("name")
         need("args" in f, '"args" is required')
         need(f["id"] != "" and f["name"] != "", "id and name must not be empty")
+    elif typ == "approval":
+        string("id")
+        string("tool")
+        need("args" in f, '"args" is required')
+        need(f["id"] != "" and f["tool"] != "", "id and tool must not be empty")
     elif typ == "done":
         rep = f.get("report")
         need(isinstance(rep, dict), "report must be an object")
@@ -285,15 +292,15 @@ class Client:
 
     # -- sync ---------------------------------------------------------
 
-    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None, runtime=None):
+    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None, on_approval=None, runtime=None):
         """Run ``code`` and return its Report (see run_async). ``timeout``
         (seconds) aborts the run when it passes: the Report then says
         abort. Call it where no event loop runs."""
-        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, runtime))
+        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval, runtime))
 
-    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, runtime=None):
+    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval=None, runtime=None):
         holder = {}
-        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, runtime=runtime, _abort_holder=holder))
+        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder=holder, on_approval=on_approval, runtime=runtime))
         if timeout is None:
             return await task
         done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -310,7 +317,7 @@ class Client:
 
     # -- async --------------------------------------------------------
 
-    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, runtime=None, _abort_holder=None):
+    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, _abort_holder=None, on_approval=None, runtime=None):
         """Run ``code`` (a ``language`` program: "python" or "typescript")
         with ``tools`` (Tool objects, or a dict of name -> function)
         answered here; ``on_log(LogEntry)`` and ``on_event(dict)`` get the
@@ -318,6 +325,11 @@ class Client:
         ({"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"}).
         ``runtime`` names the OCI runtime (e.g. "runsc"), one the daemon
         allows (serve --allow-runtimes); None runs under its default.
+
+        ``on_approval({"id", "tool", "args"})`` decides a call the server's
+        policy asks about: it returns "allow", "deny", "allowForRun", or
+        {"decision": ..., "reason": ...} (sync or async). Without it, an
+        exception, or any other answer, the call is denied.
 
         Cancelling the task aborts the run: the daemon's abort report is
         awaited (up to ABORT_GRACE seconds) and CancelledError re-raised.
@@ -328,7 +340,7 @@ class Client:
         attempt = 0
         while True:
             try:
-                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, runtime)
+                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, on_approval, runtime)
             except RefusedError as e:
                 if e.status != 429 or attempt >= self.max_retries:
                     raise
@@ -358,7 +370,7 @@ class Client:
                 raise RefusedError(status, str(e)) from None
             raise ConnectionError("dsh-container: connecting to %s: %s" % (self.url, e)) from e
 
-    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, runtime=None):
+    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, on_approval=None, runtime=None):
         by_name = {t.name: t for t in tools}
         ws = await self._connect()
         accepted = False
@@ -403,6 +415,10 @@ class Client:
                         on_event(f["event"])
                 elif t == "call":
                     task = asyncio.ensure_future(_answer(ws, by_name, f))
+                    calls.add(task)
+                    task.add_done_callback(calls.discard)
+                elif t == "approval":
+                    task = asyncio.ensure_future(_approve(ws, on_approval, f))
                     calls.add(task)
                     task.add_done_callback(calls.discard)
                 elif t == "done":
@@ -450,6 +466,38 @@ async def _answer(ws, by_name, f):
         await ws.send(text)
     except Exception:
         pass  # the session is over; the run settles without this result
+
+
+async def _approve(ws, on_approval, f):
+    """Answer one approval frame from on_approval; anything but a valid
+    decision is a denial."""
+    req = {"id": f["id"], "tool": f["tool"], "args": f["args"]}
+    try:
+        if on_approval is None:
+            ans = {"decision": "deny", "reason": "this client has no approval handler"}
+        elif inspect.iscoroutinefunction(on_approval):
+            ans = await on_approval(req)
+        else:
+            loop = asyncio.get_running_loop()
+            ans = await loop.run_in_executor(None, on_approval, req)
+            if inspect.isawaitable(ans):
+                ans = await ans
+        if isinstance(ans, str):
+            ans = {"decision": ans}
+        if not isinstance(ans, dict) or ans.get("decision") not in _DECISIONS:
+            ans = {"decision": "deny", "reason": "the approval handler answered %r" % (ans,)}
+    except asyncio.CancelledError:
+        raise
+    except Exception as e:
+        ans = {"decision": "deny", "reason": str(e) or type(e).__name__}
+    res = {"type": "approvalResult", "id": f["id"], "decision": ans["decision"]}
+    reason = ans.get("reason")
+    if isinstance(reason, str) and reason:
+        res["reason"] = reason.encode("utf-8")[:MAX_MESSAGE_BYTES].decode("utf-8", "ignore")
+    try:
+        await ws.send(json.dumps(res))
+    except Exception:
+        pass  # the session is over
 
 
 async def _abort(ws):

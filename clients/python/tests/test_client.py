@@ -104,6 +104,51 @@ class Retries(unittest.TestCase):
         self.assertEqual(asyncio.run(go()), 1)
 
 
+class Approvals(unittest.TestCase):
+    """The answer to an approval frame, from on_approval."""
+
+    class WS:
+        def __init__(self):
+            self.sent = []
+
+        async def send(self, text):
+            self.sent.append(json.loads(text))
+
+    def answer(self, on_approval):
+        from dsh_container.client import _approve
+
+        ws = self.WS()
+        frame = {"type": "approval", "id": "r:code:1", "tool": "rm", "args": {"path": "/x"}}
+        asyncio.run(_approve(ws, on_approval, frame))
+        self.assertEqual(len(ws.sent), 1)
+        return ws.sent[0]
+
+    def test_decisions(self):
+        seen = []
+
+        def allow(req):
+            seen.append(req)
+            return "allow"
+
+        self.assertEqual(self.answer(allow), {"type": "approvalResult", "id": "r:code:1", "decision": "allow"})
+        self.assertEqual(seen, [{"id": "r:code:1", "tool": "rm", "args": {"path": "/x"}}])
+
+        async def deny(req):
+            return {"decision": "deny", "reason": "no"}
+
+        self.assertEqual(self.answer(deny), {"type": "approvalResult", "id": "r:code:1", "decision": "deny", "reason": "no"})
+        self.assertEqual(self.answer(lambda req: "allowForRun")["decision"], "allowForRun")
+
+    def test_denials(self):
+        self.assertEqual(self.answer(None)["reason"], "this client has no approval handler")
+        self.assertEqual(self.answer(lambda req: "maybe")["decision"], "deny")
+
+        def boom(req):
+            raise RuntimeError("kaput")
+
+        self.assertEqual(self.answer(boom), {"type": "approvalResult", "id": "r:code:1", "decision": "deny", "reason": "kaput"})
+
+
 @unittest.skipUnless(URL, "DSH_URL is not set: no daemon")
 class Daemon(unittest.TestCase):
     def client(self, **kw):
@@ -161,6 +206,33 @@ class Daemon(unittest.TestCase):
     def test_sync_timeout_aborts(self):
         rep = self.client().run("python", "return await tools.wait({})", tools={"wait": lambda a: __import__("time").sleep(3)}, timeout=1)
         self.assertEqual(rep.error["kind"], "abort")
+
+    @unittest.skipUnless(os.environ.get("DSH_POLICY_ASKS") == "guarded", "the daemon's policy does not ask about 'guarded'")
+    def test_approval(self):
+        asked = []
+
+        def on_approval(req):
+            asked.append(req)
+            if req["args"].get("n") == 1:
+                return "allow"
+            return {"decision": "deny", "reason": "not %s" % req["args"].get("n")}
+
+        for lang, code in {
+            "python": 'a = await tools.guarded({"n": 1})\ntry:\n    await tools.guarded({"n": 2})\n    b = "ran"\nexcept Exception as e:\n    b = str(e)\nreturn [a, b]',
+            "typescript": 'const a = await tools.guarded({n: 1}); let b = "ran";\ntry { await tools.guarded({n: 2}); } catch (e) { b = e.message; }\nreturn [a, b];',
+        }.items():
+            with self.subTest(lang):
+                asked.clear()
+                events = []
+                rep = self.client().run(lang, code, tools={"guarded": lambda a: "ok %s" % a["n"]}, on_event=events.append, on_approval=on_approval)
+                self.assertTrue(rep.ok, rep.error)
+                self.assertEqual(rep.value[0], "ok 1")
+                self.assertIn('tool "guarded" denied: not 2', rep.value[1])
+                self.assertEqual([r["tool"] for r in asked], ["guarded", "guarded"])
+                self.assertEqual([e["decision"] for e in events if e["type"] == "tool/approval"], ["allow", "deny"])
+        # Without a handler the client denies.
+        rep = self.client().run("python", 'try:\n    await tools.guarded({"n": 1})\n    return "ran"\nexcept Exception as e:\n    return str(e)', tools={"guarded": lambda a: "x"})
+        self.assertIn("this client has no approval handler", rep.value)
 
     def test_refusals(self):
         with self.assertRaises(RefusedError) as cm:

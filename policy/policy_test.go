@@ -1,0 +1,285 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/registry"
+)
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"empty", ``, "empty file"},
+		{"not object", `[]`, "must be a JSON object"},
+		{"invalid json", `{"default":`, "not lossless JSON"},
+		{"duplicate key", `{"default":"allow","default":"deny"}`, "duplicate"},
+		{"unknown top field", `{"defualt":"allow"}`, `unknown field "defualt"`},
+		{"bad default", `{"default":"maybe"}`, `default: unknown action "maybe" (want allow, deny or ask)`},
+		{"default not string", `{"default":1}`, `default: must be a string`},
+		{"tools not object", `{"tools":[]}`, `tools: must be an object`},
+		{"rule not object", `{"tools":{"t":"deny"}}`, `tools.t: must be an object`},
+		{"unknown rule field", `{"tools":{"t":{"action":"deny","whne":[]}}}`, `tools.t: unknown field "whne"`},
+		{"missing action", `{"tools":{"t":{"when":[]}}}`, `tools.t: "action" is required`},
+		{"bad action", `{"tools":{"t":{"action":"Allow"}}}`, `tools.t.action: unknown action "Allow"`},
+		{"when not array", `{"tools":{"t":{"action":"deny","when":{}}}}`, `tools.t.when: must be an array`},
+		{"unknown condition field", `{"tools":{"t":{"action":"deny","when":[{"path":"a","equal":"x"}]}}}`, `tools.t.when[0]: unknown field "equal"`},
+		{"no matcher", `{"tools":{"t":{"action":"deny","when":[{"path":"a"}]}}}`, `tools.t.when[0]: needs exactly one of "equals", "prefix" or "regex" (has 0)`},
+		{"two matchers", `{"tools":{"t":{"action":"deny","when":[{"path":"a","equals":"x","prefix":"y"}]}}}`, `(has 2)`},
+		{"missing path", `{"tools":{"t":{"action":"deny","when":[{"equals":"x"}]}}}`, `tools.t.when[0]: "path" is required`},
+		{"empty path", `{"tools":{"t":{"action":"deny","when":[{"path":"","equals":"x"}]}}}`, `tools.t.when[0].path: empty path`},
+		{"empty segment", `{"tools":{"t":{"action":"deny","when":[{"path":"a..b","equals":"x"}]}}}`, `tools.t.when[0].path: path "a..b" has an empty segment at position 1`},
+		{"path not string", `{"tools":{"t":{"action":"deny","when":[{"path":1,"equals":"x"}]}}}`, `tools.t.when[0].path: must be a string`},
+		{"bad regex", `{"tools":{"t":{"action":"deny","when":[{"path":"a","regex":"(x"}]}}}`, `tools.t.when[0].regex: not an RE2 expression`},
+		{"backreference is not RE2", `{"tools":{"t":{"action":"deny","when":[{"path":"a","regex":"(a)\\1"}]}}}`, `not an RE2 expression`},
+		{"prefix not string", `{"tools":{"t":{"action":"deny","when":[{"path":"a","prefix":1}]}}}`, `tools.t.when[0].prefix: must be a string`},
+		{"second rule in list", `{"tools":{"t":[{"action":"allow"},{"action":"nope"}]}}`, `tools.t[1].action: unknown action "nope"`},
+		{"empty rule list", `{"tools":{"t":[]}}`, `tools.t: an empty array of rules`},
+		{"egress unknown field", `{"egress":{"allow":[],"maxbytes":1}}`, `egress: unknown field "maxbytes"`},
+		{"egress no port", `{"egress":{"allow":["api.github.com"]}}`, `egress.allow[0]: "api.github.com": want host:port`},
+		{"egress bad port", `{"egress":{"allow":["api.github.com:0"]}}`, `port "0" is not a number from 1 to 65535`},
+		{"egress ip", `{"egress":{"allow":["10.0.0.1:443"]}}`, `an IP address cannot be allowlisted`},
+		{"egress mid wildcard", `{"egress":{"allow":["api.*.com:443"]}}`, `a wildcard is allowed only as a whole first label`},
+		{"egress bare wildcard", `{"egress":{"allow":["*.com:443"]}}`, `a wildcard must cover a domain with at least two labels`},
+		{"egress upper case", `{"egress":{"allow":["API.github.com:443"]}}`, `only lower-case letters`},
+		{"egress negative bytes", `{"egress":{"maxBytes":-1}}`, `egress.maxBytes: must not be negative`},
+		{"egress bytes not int", `{"egress":{"maxBytes":"1MB"}}`, `egress.maxBytes: must be an integer`},
+		{"egress bad private", `{"egress":{"allowPrivate":["10.0.0.0/33"]}}`, `egress.allowPrivate[0]: "10.0.0.0/33": not a CIDR prefix`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want an error containing %q", tc.want)
+			}
+			if !errdefs.IsInvalidArgument(err) {
+				t.Errorf("error %v is not invalid-argument", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func exec(name, args string) registry.Execution {
+	return registry.Execution{CallID: "c", Name: name, Arguments: json.RawMessage(args)}
+}
+
+func TestDecide(t *testing.T) {
+	const file = `{
+	  "default": "deny",
+	  "tools": {
+	    "read": {"action": "allow"},
+	    "push": {"action": "allow", "when": [{"path": "owner", "equals": "me"}, {"path": "repo", "prefix": "sandbox-"}]},
+	    "pay": [
+	      {"action": "deny", "when": [{"path": "amount", "equals": 1000}]},
+	      {"action": "ask", "when": [{"path": "to.iban", "regex": "DE[0-9]{2}"}]},
+	      {"action": "allow", "when": [{"path": "items.1.sku", "equals": "b"}]},
+	      {"action": "deny"}
+	    ],
+	    "cfg": {"action": "ask", "when": [{"path": "opts", "equals": {"b": [1, 2.0], "a": null}}]},
+	    "run_code": {"action": "allow"}
+	  }
+	}`
+	p, err := Parse([]byte(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, tool, args string
+		want             Action
+		rule             string
+	}{
+		{"plain allow", "read", `{}`, Allow, "tools.read"},
+		{"unlisted takes default", "other", `{}`, Deny, "default"},
+		{"all conditions hold", "push", `{"owner":"me","repo":"sandbox-1"}`, Allow, "tools.push"},
+		{"one condition fails", "push", `{"owner":"me","repo":"prod"}`, Deny, "default"},
+		{"missing path fails", "push", `{"repo":"sandbox-1"}`, Deny, "default"},
+		{"equals is typed: string vs number", "pay", `{"amount":"1000"}`, Deny, "tools.pay[3]"},
+		{"number equals by value", "pay", `{"amount":1e3}`, Deny, "tools.pay[0]"},
+		{"regex anchored: full match", "pay", `{"to":{"iban":"DE12"}}`, Ask, "tools.pay[1]"},
+		{"regex anchored: no partial", "pay", `{"to":{"iban":"xDE12"}}`, Deny, "tools.pay[3]"},
+		{"regex on non-string fails", "pay", `{"to":{"iban":12}}`, Deny, "tools.pay[3]"},
+		{"array index", "pay", `{"items":[{"sku":"a"},{"sku":"b"}]}`, Allow, "tools.pay[2]"},
+		{"array index out of range", "pay", `{"items":[{"sku":"b"}]}`, Deny, "tools.pay[3]"},
+		{"first match wins", "pay", `{"amount":1000,"to":{"iban":"DE12"}}`, Deny, "tools.pay[0]"},
+		{"object equality ignores key order", "cfg", `{"opts":{"a":null,"b":[1,2]}}`, Ask, "tools.cfg"},
+		{"object equality is exact", "cfg", `{"opts":{"a":null,"b":[1,2],"c":1}}`, Deny, "default"},
+		{"run_code only by its own rule", "run_code", `{"code":"x"}`, Allow, "tools.run_code"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, rule := p.Decide(exec(tc.tool, tc.args))
+			if a != tc.want || rule != tc.rule {
+				t.Errorf("Decide = %s (%s), want %s (%s)", a, rule, tc.want, tc.rule)
+			}
+		})
+	}
+}
+
+func TestDefaultSparesRunCode(t *testing.T) {
+	p, err := Parse([]byte(`{"default":"deny"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Decide(exec(registry.RunCode, `{"code":"1"}`)); a != Allow {
+		t.Errorf("run_code under default deny: %s", a)
+	}
+	if a, _ := p.Decide(exec("x", `{}`)); a != Deny {
+		t.Errorf("x: %s", a)
+	}
+	p, err = Parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Decide(exec("x", `{}`)); a != Allow {
+		t.Errorf("default of an empty policy: %s", a)
+	}
+}
+
+func TestSafe(t *testing.T) {
+	p, err := Load(Safe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ann  string
+		want Action
+	}{
+		{``, Allow},
+		{`{"destructiveHint":true}`, Ask},
+		{`{"destructiveHint":false}`, Allow},
+		{`{"readOnlyHint":true}`, Allow},
+		{`{"readOnlyHint":false}`, Allow},
+	} {
+		e := exec("t", `{}`)
+		e.Annotations = json.RawMessage(tc.ann)
+		if a, _ := p.Decide(e); a != tc.want {
+			t.Errorf("annotations %s: %s, want %s", tc.ann, a, tc.want)
+		}
+	}
+}
+
+func TestGuard(t *testing.T) {
+	p, err := Parse([]byte(`{"default":"ask","tools":{"rm":{"action":"deny"},"ls":{"action":"allow"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p.Guard()
+	if err := g(context.Background(), exec("ls", `{}`)); err != nil {
+		t.Errorf("ls: %v", err)
+	}
+	if err := g(context.Background(), exec("rm", `{}`)); err == nil || err.Error() != "denied by policy (tools.rm)" {
+		t.Errorf("rm: %v", err)
+	}
+	var ask *registry.AskError
+	if err := g(context.Background(), exec("cat", `{}`)); !errors.As(err, &ask) {
+		t.Errorf("cat: %v, want an ask", err)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.json")
+	if err := os.WriteFile(path, []byte(`{"default":"ask","egress":{"allow":["api.github.com:443"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Default != Ask || p.Name != path {
+		t.Errorf("got %+v", p)
+	}
+	if p.Egress == nil || p.Egress.MaxBytes != DefaultEgressMaxBytes || p.Egress.MaxConnections != DefaultEgressMaxConnections {
+		t.Errorf("egress defaults: %+v", p.Egress)
+	}
+	if _, err := Load(filepath.Join(dir, "missing.json")); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("missing file: %v", err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(bad, []byte(`{"default":"no"}`), 0o600)
+	if _, err := Load(bad); err == nil || !strings.Contains(err.Error(), "policy "+bad+": ") {
+		t.Errorf("bad file: %v", err)
+	}
+}
+
+func TestEgressAllows(t *testing.T) {
+	e := &Egress{Allow: []string{"api.github.com:443", "*.example.com:443"}, AllowPrivate: []string{"10.1.0.0/16", "127.0.0.1"}}
+	for _, tc := range []struct {
+		host string
+		port int
+		want bool
+	}{
+		{"api.github.com", 443, true},
+		{"API.GitHub.com.", 443, true},
+		{"api.github.com", 80, false},
+		{"github.com", 443, false},
+		{"a.example.com", 443, true},
+		{"a.b.example.com", 443, true},
+		{"example.com", 443, false},
+		{"badexample.com", 443, false},
+		{"140.82.112.3", 443, false},
+	} {
+		if got := e.Allows(tc.host, tc.port); got != tc.want {
+			t.Errorf("Allows(%s, %d) = %v", tc.host, tc.port, got)
+		}
+	}
+	for addr, want := range map[string]bool{"10.1.2.3": true, "10.2.0.1": false, "127.0.0.1": true, "::ffff:127.0.0.1": true, "127.0.0.2": false} {
+		if got := e.AllowsPrivate(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("AllowsPrivate(%s) = %v", addr, got)
+		}
+	}
+}
+
+func TestEgressNarrow(t *testing.T) {
+	server := &Egress{Allow: []string{"api.github.com:443", "*.example.com:443"}, MaxBytes: 1000, MaxConnections: 4, AllowPrivate: []string{"10.0.0.0/8"}}
+	ok := []*Egress{
+		nil,
+		{Allow: []string{"api.github.com:443"}},
+		{Allow: []string{"a.example.com:443", "*.b.example.com:443"}, MaxBytes: 10, MaxConnections: 1},
+		{AllowPrivate: []string{"10.1.0.0/16", "10.2.3.4"}},
+		{},
+	}
+	for _, req := range ok {
+		got, err := server.Narrow(req)
+		if err != nil {
+			t.Errorf("Narrow(%+v): %v", req, err)
+			continue
+		}
+		if got.MaxBytes == 0 || got.MaxBytes > server.MaxBytes || got.MaxConnections == 0 || got.MaxConnections > server.MaxConnections {
+			t.Errorf("Narrow(%+v) caps: %+v", req, got)
+		}
+	}
+	widen := map[string]*Egress{
+		"other name":      {Allow: []string{"evil.com:443"}},
+		"other port":      {Allow: []string{"api.github.com:80"}},
+		"wider wildcard":  {Allow: []string{"*.com:443"}},
+		"the apex":        {Allow: []string{"example.com:443"}},
+		"more bytes":      {MaxBytes: 1001},
+		"more conns":      {MaxConnections: 5},
+		"private outside": {AllowPrivate: []string{"192.168.0.1"}},
+		"private wider":   {AllowPrivate: []string{"0.0.0.0/0"}},
+	}
+	for name, req := range widen {
+		if _, err := server.Narrow(req); !errdefs.IsPermissionDenied(err) && !errdefs.IsInvalidArgument(err) {
+			t.Errorf("%s: Narrow = %v, want a refusal", name, err)
+		}
+	}
+	if _, err := (*Egress)(nil).Narrow(&Egress{Allow: []string{"api.github.com:443"}}); !errdefs.IsPermissionDenied(err) {
+		t.Errorf("no server egress: %v", err)
+	}
+	if got, err := (*Egress)(nil).Narrow(nil); got != nil || err != nil {
+		t.Errorf("nil/nil: %v %v", got, err)
+	}
+}
