@@ -43,6 +43,8 @@ type config struct {
 	// sdkView and sdkThreshold choose the SDK section (disclosure.go).
 	sdkView      SDKView
 	sdkThreshold int
+	// tracePayloads: WithTracePayloads (telemetry.go).
+	tracePayloads bool
 }
 
 // Option configures a Registry.
