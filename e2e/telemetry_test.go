@@ -37,7 +37,7 @@ type otlpReceiver struct {
 	service []string
 }
 
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
+func newOTLPReceiver(t testing.TB) *otlpReceiver {
 	r := &otlpReceiver{}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.URL.Path != "/v1/traces" || req.Method != http.MethodPost {
