@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -413,5 +415,58 @@ func TestTracingCLI(t *testing.T) {
 	}
 	if got := spanAttr(calls[0], "dsh.result").GetStringValue(); !strings.Contains(got, "PAYLOAD-IN") {
 		t.Errorf("dsh.result %q with --trace-payloads", got)
+	}
+}
+
+// TestTracingMCP: `dsh-container mcp --otlp-endpoint` joins run_code to
+// the trace in the request's _meta.traceparent, flushes its spans when the
+// session ends, and logs JSON lines whose run line names the run and the
+// trace.
+func TestTracingMCP(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	bin := buildCLI(t)
+	tools := filepath.Join(t.TempDir(), "tools.json")
+	os.WriteFile(tools, []byte(`{"tools":[{"name":"shout","description":"Upper-case the text.","inputSchema":{"type":"object"},"command":["/bin/sh","-c","tr a-z A-Z"]}]}`), 0o644)
+	p := startMCP(t, bin, "--otlp-endpoint", rcv.srv.URL, "--tools", tools, "--pool", "0")
+	const traceID, spanID = "5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8"
+	params := &sdk.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": `return await tools.shout({text: "hi"})`}}
+	params.Meta = sdk.Meta{"traceparent": "00-" + traceID + "-" + spanID + "-01"}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := p.cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("run_code: %v %s", err, resultText(res))
+	}
+	p.stop() // the process exits: its spans are flushed
+	p.cs = nil
+	tid, _ := hex.DecodeString(traceID)
+	sid, _ := hex.DecodeString(spanID)
+	spans := rcv.trace(t, tid, func(got []*tracepb.Span) bool {
+		return len(spansNamed(got, "run")) == 1 && len(spansNamed(got, "tool_call")) == 1 && len(spansNamed(got, "teardown")) == 1
+	})
+	run := spansNamed(spans, "run")[0]
+	if !bytes.Equal(run.ParentSpanId, sid) {
+		t.Errorf("run's parent %x, want _meta's span %s", run.ParentSpanId, spanID)
+	}
+	if got := spanAttr(spansNamed(spans, "tool_call")[0], "dsh.tool.name").GetStringValue(); got != "shout" {
+		t.Errorf("tool_call's tool %q", got)
+	}
+	found := false
+	sc := bufio.NewScanner(strings.NewReader(p.stderr.String()))
+	for sc.Scan() {
+		var line map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Errorf("mcp's log line is not JSON: %q", sc.Text())
+			continue
+		}
+		if line["msg"] == "run" {
+			found = true
+			if line["trace_id"] != traceID || line["run_id"] != spanAttr(run, "dsh.run_id").GetStringValue() {
+				t.Errorf("run log line %v: want trace_id %s and the run span's run_id", line, traceID)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no run line in mcp's log:\n%s", p.stderr.String())
 	}
 }
