@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -41,6 +42,9 @@ type Options struct {
 	Getenv func(string) string
 	// Environ lists the environment (default os.Environ).
 	Environ func() []string
+	// Logger receives export errors (default: discarded), instead of the
+	// SDK's own unstructured line on stderr.
+	Logger *slog.Logger
 }
 
 // Provider is the tracing Setup installed.
@@ -117,6 +121,22 @@ func Setup(ctx context.Context, o Options) (*Provider, error) {
 		}
 		return p, nil
 	}
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	proto := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if proto == "" {
+		proto = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	if proto != "" && proto != "http/protobuf" && proto != "http/json" {
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL %q: dsh-container exports OTLP over HTTP only: use http/protobuf (the collector's port 4318)", proto)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("exporting traces", "err", err) }))
 	var eopts []otlptracehttp.Option
 	if o.Endpoint != "" {
 		u, err := TracesURL(o.Endpoint)

@@ -167,3 +167,10 @@ func TestSetupExportsAndFlushes(t *testing.T) {
 		t.Errorf("second Shutdown: %v", err)
 	}
 }
+
+func TestSetupRefusesGRPC(t *testing.T) {
+	g, e := env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+	if _, err := Setup(context.Background(), Options{Getenv: g, Environ: e}); err == nil || !strings.Contains(err.Error(), "http/protobuf") {
+		t.Errorf("grpc protocol: %v, want an error naming http/protobuf", err)
+	}
+}

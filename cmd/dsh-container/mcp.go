@@ -212,7 +212,7 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 		level = slog.LevelDebug
 	}
 	log := telemetry.NewJSONLogger(f.stderr, level)
-	tp, err := setupTracing(ctx, &opts.run.trace, true)
+	tp, err := setupTracing(ctx, &opts.run.trace, log, true)
 	if err != nil {
 		return err
 	}

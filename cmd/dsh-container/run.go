@@ -190,7 +190,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	tools := toolset.Tools()
 
 	log := f.logger()
-	tp, err := setupTracing(ctx, &opts.trace, false)
+	tp, err := setupTracing(ctx, &opts.trace, log, false)
 	if err != nil {
 		return err
 	}

@@ -180,7 +180,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		level = slog.LevelDebug
 	}
 	log := telemetry.NewJSONLogger(f.stderr, level)
-	tp, err := setupTracing(ctx, &opts.run.trace, true)
+	tp, err := setupTracing(ctx, &opts.run.trace, log, true)
 	if err != nil {
 		return err
 	}

@@ -25,13 +25,17 @@ func addTraceFlags(fl *pflag.FlagSet, o *traceOptions) {
 // setupTracing validates the flags and installs the tracer provider; the
 // caller defers shutdownTracing. idsWhenOff gives every run a trace id
 // for the logs even with tracing off (serve, mcp).
-func setupTracing(ctx context.Context, o *traceOptions, idsWhenOff bool) (*telemetry.Provider, error) {
+func setupTracing(ctx context.Context, o *traceOptions, log *slog.Logger, idsWhenOff bool) (*telemetry.Provider, error) {
 	if o.Endpoint != "" {
 		if _, err := telemetry.TracesURL(o.Endpoint); err != nil {
 			return nil, usageError{err}
 		}
 	}
-	return telemetry.Setup(ctx, telemetry.Options{Endpoint: o.Endpoint, Version: Version, IDsWhenOff: idsWhenOff})
+	p, err := telemetry.Setup(ctx, telemetry.Options{Endpoint: o.Endpoint, Version: Version, IDsWhenOff: idsWhenOff, Logger: log})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return p, nil
 }
 
 // shutdownTracing flushes the spans not yet exported.
