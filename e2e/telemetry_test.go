@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -468,5 +470,57 @@ func TestTracingMCP(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no run line in mcp's log:\n%s", p.stderr.String())
+	}
+}
+
+// TestTracingSession: a session opened with a traceparent header runs
+// under that trace, its client-answered tool call a tool_call span under
+// program.
+func TestTracingSession(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	s := startServe(t, "--pool", "0", "--languages", "python", "--otlp-endpoint", rcv.srv.URL)
+	const traceID, spanID = "6bf92f3577b34da6a3ce929d0e0e4738", "20f067aa0ba902b9"
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", s.sock)
+	}}
+	hdr := http.Header{"Traceparent": {"00-" + traceID + "-" + spanID + "-01"}}
+	conn, _, err := d.Dial("ws://dsh/v1/sessions", hdr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	if err := conn.WriteJSON(map[string]any{"type": "start", "protocol": 1, "language": "python",
+		"code": "return await tools.lookup({\"k\": 1})", "tools": []map[string]any{{"name": "lookup", "inputSchema": map[string]any{"type": "object"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	for done := false; !done; {
+		var f map[string]any
+		if err := conn.ReadJSON(&f); err != nil {
+			t.Fatalf("session: %v", err)
+		}
+		switch f["type"] {
+		case "call":
+			conn.WriteJSON(map[string]any{"type": "result", "id": f["id"], "ok": true, "value": "v"})
+		case "done":
+			done = true
+		case "error":
+			t.Fatalf("session error frame: %v", f)
+		}
+	}
+	tid, _ := hex.DecodeString(traceID)
+	sid, _ := hex.DecodeString(spanID)
+	spans := rcv.trace(t, tid, func(got []*tracepb.Span) bool {
+		return len(spansNamed(got, "run")) == 1 && len(spansNamed(got, "tool_call")) == 1
+	})
+	run := spansNamed(spans, "run")[0]
+	if !bytes.Equal(run.ParentSpanId, sid) || spanAttr(run, "dsh.language").GetStringValue() != "python" {
+		t.Errorf("run span: parent %x, language %v", run.ParentSpanId, spanAttr(run, "dsh.language"))
+	}
+	program := spansNamed(spans, "program")
+	call := spansNamed(spans, "tool_call")[0]
+	if len(program) != 1 || !bytes.Equal(call.ParentSpanId, program[0].SpanId) || spanAttr(call, "dsh.tool.name").GetStringValue() != "lookup" {
+		t.Errorf("tool_call span: parent %x, tool %v", call.ParentSpanId, spanAttr(call, "dsh.tool.name"))
 	}
 }
