@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -166,7 +167,7 @@ func TestTracingThroughServe(t *testing.T) {
 	os.WriteFile(tools, []byte(`{"tools":[
 		{"name":"shout","description":"Upper-case the text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}},"command":["/bin/sh","-c","tr a-z A-Z"]},
 		{"name":"broken","description":"Always fails.","inputSchema":{"type":"object"},"command":["/bin/sh","-c","echo broken on purpose >&2; exit 3"]}]}`), 0o644)
-	s := startServe(t, "--pool", "0", "--tools", tools, "--languages", "typescript", "--otlp-endpoint", rcv.srv.URL)
+	s := startServe(t, "--pool", "0", "--tools", tools, "--languages", "typescript", "--otlp-endpoint", rcv.srv.URL, "--verbose")
 
 	code := `const a = await tools.shout({text: "secret-one"});
 const b = await tools.shout({text: "two"});
@@ -346,7 +347,7 @@ return {a, b, err};`
 
 	// The JSON log line of the run names its run and trace.
 	runID := spanAttr(run, "dsh.run_id").GetStringValue()
-	found := false
+	found, about := false, 0
 	sc := bufio.NewScanner(strings.NewReader(s.stderr.String()))
 	for sc.Scan() {
 		var line map[string]any
@@ -360,9 +361,20 @@ return {a, b, err};`
 				t.Errorf("run log line: run_id %v trace_id %v, want %s %s", line["run_id"], line["trace_id"], runID, givenTraceID)
 			}
 		}
+		// Every line about the run names it and its trace: the runtime's
+		// and the registry's (a tool call's) alike.
+		if line["run_id"] == runID || line["call_id"] == "tr1" || strings.HasPrefix(fmt.Sprint(line["call_id"]), "tr1:") {
+			about++
+			if line["run_id"] != runID || line["trace_id"] != givenTraceID {
+				t.Errorf("a line about the run lacks its run_id or trace_id: %s", sc.Text())
+			}
+		}
 	}
 	if !found {
 		t.Errorf("no JSON log line for the run in:\n%s", s.stderr.String())
+	}
+	if about < 5 {
+		t.Errorf("%d log lines about the run under --verbose, want ≥ 5 (tool calls, container, run):\n%s", about, s.stderr.String())
 	}
 }
 

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dsh-container/dsh-container/backend"
 )
 
 // TracerName is the instrumentation scope of the registry's spans.
@@ -64,10 +66,13 @@ func tracer() trace.Tracer { return otel.Tracer(TracerName) }
 
 // startToolSpan starts a sub-call's span. Its parent is the binding's
 // span (bctx, from the runtime) when there is one, else ctx's; the
-// returned context keeps ctx's cancellation.
+// returned context keeps ctx's cancellation and carries bctx's run id.
 func startToolSpan(ctx, bctx context.Context, sc *subCall) (context.Context, trace.Span) {
 	if sp := trace.SpanFromContext(bctx); sp.SpanContext().IsValid() {
 		ctx = trace.ContextWithSpan(ctx, sp)
+	}
+	if id := backend.RunIDFromContext(bctx); id != "" {
+		ctx = backend.ContextWithRunID(ctx, id)
 	}
 	return tracer().Start(ctx, SpanToolCall, trace.WithAttributes(
 		AttrToolName.String(sc.exec.Name),

@@ -13,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/dsh-container/dsh-container/backend"
 )
 
 func env(m map[string]string) (func(string) string, func() []string) {
@@ -172,5 +174,18 @@ func TestSetupRefusesGRPC(t *testing.T) {
 	g, e := env(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
 	if _, err := Setup(context.Background(), Options{Getenv: g, Environ: e}); err == nil || !strings.Contains(err.Error(), "http/protobuf") {
 		t.Errorf("grpc protocol: %v, want an error naming http/protobuf", err)
+	}
+}
+
+func TestJSONLoggerAddsRunID(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewJSONLogger(&buf, nil)
+	ctx := backend.ContextWithRunID(context.Background(), "run-7")
+	log.InfoContext(ctx, "tool call")
+	log.InfoContext(ctx, "own", "run_id", "x")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"run_id":"run-7"`) || strings.Contains(lines[0], "trace_id") ||
+		strings.Count(lines[1], "run_id") != 1 || !strings.Contains(lines[1], `"run_id":"x"`) {
+		t.Errorf("lines: %q", lines)
 	}
 }
