@@ -13,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/dsh-container/dsh-container/backend"
 )
@@ -187,5 +189,50 @@ func TestJSONLoggerAddsRunID(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"run_id":"run-7"`) || strings.Contains(lines[0], "trace_id") ||
 		strings.Count(lines[1], "run_id") != 1 || !strings.Contains(lines[1], `"run_id":"x"`) {
 		t.Errorf("lines: %q", lines)
+	}
+}
+
+// OTEL_SERVICE_NAME alone turns tracing on and names the service; without
+// it the service is dsh-container.
+func TestServiceName(t *testing.T) {
+	for _, name := range []string{"", "agent-platform"} {
+		got := make(chan string, 4)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			var req coltracepb.ExportTraceServiceRequest
+			if err := proto.Unmarshal(b, &req); err != nil {
+				t.Errorf("undecodable export: %v", err)
+				return
+			}
+			for _, rs := range req.ResourceSpans {
+				for _, a := range rs.GetResource().GetAttributes() {
+					if a.Key == "service.name" {
+						got <- a.GetValue().GetStringValue()
+					}
+				}
+			}
+		}))
+		t.Setenv("OTEL_SERVICE_NAME", name)
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", srv.URL)
+		p, err := Setup(context.Background(), Options{})
+		if err != nil || !p.Enabled {
+			t.Fatalf("%q: %+v %v", name, p, err)
+		}
+		_, span := otel.Tracer("t").Start(context.Background(), "x")
+		span.End()
+		p.Shutdown(context.Background())
+		srv.Close()
+		want := name
+		if want == "" {
+			want = ServiceName
+		}
+		select {
+		case g := <-got:
+			if g != want {
+				t.Errorf("service.name %q, want %q", g, want)
+			}
+		default:
+			t.Errorf("%q: nothing exported", name)
+		}
 	}
 }
