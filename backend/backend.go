@@ -181,6 +181,10 @@ type RunStats struct {
 	Calls int
 	// Warm reports that a pre-started sandbox served the run.
 	Warm bool
+	// RunID identifies the run in logs and container names (empty when
+	// the program never got a sandbox); TraceID is the trace of the run's
+	// span in hex (empty when tracing is off and the caller gave none).
+	RunID, TraceID string
 }
 
 // LogSource says where a log entry was captured.

@@ -330,7 +330,7 @@ func newCallID() string {
 // registry's pipeline and its result converts to MCP's.
 func (s *Server) native(name string) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-		ctx, done := s.callContext(ctx)
+		ctx, done := s.callContext(withTraceMeta(ctx, req.Params.Meta))
 		defer done()
 		ctx = withSession(ctx, req.Session)
 		res := s.current().reg.Execute(ctx, registry.Call{ID: newCallID(), Name: name, Arguments: req.Params.Arguments})
@@ -367,7 +367,7 @@ func content(blocks []registry.Block) []sdk.Content {
 // result is the registry's text plus structuredContent {value, logs,
 // error}; a failed program is an error result naming its kind.
 func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-	ctx, done := s.callContext(ctx)
+	ctx, done := s.callContext(withTraceMeta(ctx, req.Params.Meta))
 	defer done()
 	ctx = withSession(ctx, req.Session)
 	id := newCallID()
@@ -381,10 +381,16 @@ func (s *Server) runCode(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Ca
 	}
 	res := s.current().reg.Execute(ctx, registry.Call{ID: id, Name: registry.RunCode, Arguments: req.Params.Arguments})
 	out := &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: res.Text()}}, IsError: res.IsError}
-	if res.CodeRun != nil {
-		out.StructuredContent = registry.NewRunCodeOutput(res.CodeRun)
+	if cr := res.CodeRun; cr != nil {
+		out.StructuredContent = registry.NewRunCodeOutput(cr)
+		outcome := "ok"
+		if cr.Error != nil {
+			outcome = string(cr.Error.Kind)
+		}
+		s.log.Info("run", "run_id", cr.Stats.RunID, "trace_id", cr.Stats.TraceID, "call_id", id, "outcome", outcome,
+			"wall_ms", cr.Stats.Wall.Milliseconds(), "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
 	} else {
-		s.log.Warn("run_code did not run", "call_id", id, "err", res.Err)
+		s.log.WarnContext(ctx, "run_code did not run", "call_id", id, "err", res.Err)
 	}
 	return out, nil
 }

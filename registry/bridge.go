@@ -90,8 +90,11 @@ func (b *bridge) call(ctx context.Context, t Tool, raw json.RawMessage) (json.Ra
 		stop := context.AfterFunc(ctx, cancel)
 		defer stop()
 	}
-	sc.ctx = cctx
-	return b.dispatch(sc)
+	sctx, span := startToolSpan(cctx, ctx, sc)
+	sc.ctx = sctx
+	v, err := b.dispatch(sc)
+	endToolSpan(span, b.r.cfg.tracePayloads, sc, v, err)
+	return v, err
 }
 
 type subCall struct {

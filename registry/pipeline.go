@@ -187,6 +187,9 @@ func (r *Registry) pipeline(ctx context.Context, exec Execution, do executeFunc)
 	res := r.stages(ctx, exec, do)
 	res.CallID, res.Name = exec.CallID, exec.Name
 	r.observe(ctx, exec, res)
+	if res.CodeRun != nil && res.CodeRun.Stats.RunID != "" {
+		ctx = backend.ContextWithRunID(ctx, res.CodeRun.Stats.RunID) // names the run in the log line
+	}
 	r.cfg.logger.LogAttrs(ctx, slog.LevelDebug, "tool call",
 		slog.String("call_id", exec.CallID), slog.String("tool", exec.Name),
 		slog.String("parent_call_id", exec.Parent), slog.Bool("is_error", res.IsError),

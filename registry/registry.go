@@ -47,6 +47,8 @@ type config struct {
 	// approver and approvalTimeout settle guards' asks (approval.go).
 	approver        Approver
 	approvalTimeout time.Duration
+	// tracePayloads: WithTracePayloads (telemetry.go).
+	tracePayloads bool
 }
 
 // Option configures a Registry.

@@ -179,7 +179,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.Itoa(int(max(s.opts.retryAfter, time.Second)/time.Second)))
 		}
-		s.log.Warn("run not started", "call_id", id, "language", string(lang), "tenant", tenant.Name, "status", status, "err", err)
+		s.log.WarnContext(r.Context(), "run not started", "call_id", id, "language", string(lang), "tenant", tenant.Name, "status", status, "err", err)
 		writeError(w, status, err.Error())
 		return
 	}
@@ -188,7 +188,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	mu.Lock()
 	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events}
 	mu.Unlock()
-	s.log.Info("run", "call_id", id, "language", string(lang), "tenant", tenant.Name, "outcome", outcome(cr),
+	s.log.Info("run", "run_id", cr.Stats.RunID, "trace_id", cr.Stats.TraceID, "call_id", id, "language", string(lang), "tenant", tenant.Name, "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
 	writeJSON(w, http.StatusOK, out)
 }

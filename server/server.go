@@ -230,7 +230,7 @@ func (s *Server) tools() []registry.Tool {
 
 // ServeHTTP implements http.Handler.
 // Every request passes the gate (auth.go) first.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.gate(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.gate(w, withTraceContext(r)) }
 
 // methods answers 405 with Allow, in JSON, to any other method.
 func methods(h http.HandlerFunc, allowed ...string) http.HandlerFunc {

@@ -578,7 +578,7 @@ func (ss *session) end(run *sessionRun, res registry.Result) {
 		if err == nil {
 			err = errors.New(res.Text())
 		}
-		ss.log.Warn("session run not started", "call_id", run.id, "language", string(run.lang), "err", err)
+		ss.log.WarnContext(ss.ctx, "session run not started", "call_id", run.id, "language", string(run.lang), "err", err)
 		if !ended {
 			ss.send(ErrorFrame{Type: FrameError, Code: CodeNotStarted, Message: err.Error()}, true)
 		}
@@ -589,7 +589,7 @@ func (ss *session) end(run *sessionRun, res registry.Result) {
 	run.mu.Lock()
 	out := RunResponse{ID: run.id, Report: backend.NewReport(cr), Events: run.events}
 	run.mu.Unlock()
-	ss.log.Info("session run", "call_id", run.id, "language", string(run.lang), "outcome", outcome(cr),
+	ss.log.Info("session run", "run_id", cr.Stats.RunID, "trace_id", cr.Stats.TraceID, "call_id", run.id, "language", string(run.lang), "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)
 	if !ended {
 		ss.send(DoneFrame{Type: FrameDone, Report: out}, true)

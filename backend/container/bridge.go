@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,6 +163,7 @@ type frame struct {
 // peer is an accepted connection. A reader goroutine decodes frames into
 // frames until the connection fails; writes are serialized.
 type peer struct {
+	meter  frameMeter // telemetry.go
 	c      *websocket.Conn
 	frames chan frame
 	stop   chan struct{}
@@ -189,6 +191,7 @@ func (p *peer) readLoop(maxFrame int) {
 		case typ != websocket.TextMessage:
 			f.err = &portproto.Error{Code: portproto.CodeBadType, Reason: "binary frames are not part of the protocol"}
 		default:
+			p.meter.in(len(data))
 			f.msg, f.err = portproto.Decode(portproto.RunnerToHost, data, maxFrame)
 		}
 		select {
@@ -205,8 +208,13 @@ func (p *peer) readLoop(maxFrame int) {
 func (p *peer) send(v any) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
 	_ = p.c.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return p.c.WriteJSON(v)
+	p.meter.out(len(data))
+	return p.c.WriteMessage(websocket.TextMessage, data)
 }
 
 // close ends the connection and waits for the reader to stop.

@@ -118,6 +118,7 @@ type options struct {
 	logger     *slog.Logger
 	socketDir  string
 	owner      string
+	observer   Observer // telemetry.go
 
 	// seccomp is the profile set by WithSeccomp; engineSeccomp records
 	// WithSeccomp(nil). Neither set means seccomp.Profile().

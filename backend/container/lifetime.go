@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/portproto"
@@ -80,12 +81,21 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 			sb.teardown(ctx, log)
 		}
 	}()
+	_, endCreate := r.phase(ctx, SpanCreate)
 	id, err := r.driver.Create(ctx, r.spec(runID, ep))
+	endCreate(err)
 	if err != nil {
 		return nil, err
 	}
+	trace.SpanFromContext(ctx).SetAttributes(AttrContainerID.String(id))
 	sb.id = id
 	log.Debug("container created", "container_id", id)
+	_, endStart := r.phase(ctx, SpanStart)
+	defer func() {
+		if endStart != nil {
+			endStart(retErr)
+		}
+	}()
 	if sb.exit, err = r.driver.Wait(ctx, id); err != nil {
 		return nil, err
 	}
@@ -97,6 +107,11 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	} else if err := r.driver.Start(ctx, id); err != nil {
 		return nil, err
 	}
+
+	endStart(nil)
+	endStart = nil
+	_, endHello := r.phase(ctx, SpanHello)
+	defer func() { endHello(retErr) }()
 
 	timer := time.NewTimer(l.StartupTime)
 	defer timer.Stop()

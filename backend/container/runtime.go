@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container/runner"
@@ -235,7 +236,7 @@ func (r *Runtime) spec(runID string, ep *Endpoint) Spec {
 // container could be provided for the program (daemon unreachable, image
 // missing), an error classified with errdefs (ErrUnavailable,
 // ErrNotFound...). Everything the program does is a RunResult.
-func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.RunResult, retErr error) {
 	if err := req.Validate(); err != nil {
 		return backend.RunResult{}, err
 	}
@@ -243,12 +244,19 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 		return backend.RunResult{}, err
 	}
 	defer r.runs.Done()
+	ctx, span := r.startRun(ctx)
+	var out backend.RunResult
+	defer func() { endRun(span, &out, retErr) }()
+	ret := func(res backend.RunResult) backend.RunResult {
+		out = res
+		return res
+	}
 
 	if len(req.Program) > r.opts.limits.ProgramBytes {
-		return backend.RunResult{Error: &backend.Failure{
+		return ret(backend.RunResult{Error: &backend.Failure{
 			Kind:    backend.FailureException,
 			Message: fmt.Sprintf("program of %d bytes exceeds the %d-byte limit", len(req.Program), r.opts.limits.ProgramBytes),
-		}}, nil
+		}}), nil
 	}
 
 	// Close aborts the run like the caller's cancellation does.
@@ -265,63 +273,83 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	release, err := r.admit(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return backend.RunResult{Error: abortFailure(ctx)}, nil
+			return ret(backend.RunResult{Error: abortFailure(ctx)}), nil
 		}
 		return backend.RunResult{}, err
 	}
 	defer release()
-	prep, fail, err := prepare(ctx, r.opts.language, req.Program, r.strip)
+	pctx, endPrepare := r.phase(ctx, SpanPrepare)
+	prep, fail, err := prepare(pctx, r.opts.language, req.Program, r.strip)
+	endPrepare(err)
 	switch {
 	case fail != nil:
-		return backend.RunResult{Error: fail}, nil
+		return ret(backend.RunResult{Error: fail}), nil
 	case ctx.Err() != nil:
-		return backend.RunResult{Error: abortFailure(ctx)}, nil
+		return ret(backend.RunResult{Error: abortFailure(ctx)}), nil
 	case err != nil:
 		return backend.RunResult{}, err
 	}
 
 	startup := time.Now()
+	actx, endAcquire := r.phase(ctx, SpanAcquire)
 	var sb *sandbox
 	warm := false
 	if r.pool != nil {
 		sb = r.pool.get()
 		warm = sb != nil
 	}
+	trace.SpanFromContext(actx).SetAttributes(AttrPoolHit.Bool(warm))
+	if r.opts.observer != nil {
+		r.opts.observer.ObservePool(ctx, r.opts.language, warm)
+	}
 	if sb == nil {
 		runID := newRunID()
-		sb, err = r.startSandbox(ctx, runID, r.log.With("run_id", runID, "language", string(r.opts.language)))
+		sb, err = r.startSandbox(actx, runID, r.log.With("run_id", runID, "language", string(r.opts.language), "trace_id", traceID(ctx)))
+		endAcquire(err)
 		if err != nil {
 			if ctx.Err() != nil {
-				return backend.RunResult{Error: abortFailure(ctx)}, nil
+				return ret(backend.RunResult{Error: abortFailure(ctx)}), nil
 			}
 			return backend.RunResult{}, err
 		}
+	} else {
+		endAcquire(nil)
 	}
-	log := r.log.With("run_id", sb.runID, "language", string(r.opts.language), "warm", warm)
+	span.SetAttributes(AttrRunID.String(sb.runID), AttrPoolHit.Bool(warm))
+	log := r.log.With("run_id", sb.runID, "trace_id", traceID(ctx), "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
-	res, err := sb.execute(ctx, prep, req, r.opts.limits, log)
+	xctx, endProgram := r.phase(backend.ContextWithRunID(ctx, sb.runID), SpanProgram)
+	res, err := sb.execute(xctx, prep, req, r.opts.limits, log)
+	endProgram(err)
 	if err != nil {
 		sb.stop()
+		tctx, endTeardown := r.phase(ctx, SpanTeardown)
 		r.runs.Add(1)
 		go func() {
 			defer r.runs.Done()
-			sb.teardown(ctx, log)
+			sb.teardown(tctx, log)
+			endTeardown(nil)
+			r.observeFrames(ctx, sb)
 		}()
 		return backend.RunResult{}, err
 	}
 	res.Stats.Startup = ready.Sub(startup)
 	res.Stats.Warm = warm
+	res.Stats.RunID, res.Stats.TraceID = sb.runID, traceID(ctx)
 	// Settle and wait for bindings now; kill and remove the container in
 	// the background (Close waits for it, the reaper covers a crash in
 	// between).
 	sb.stop()
 	res.Logs, res.LogsTruncated = sb.out.snapshot()
+	tctx, endTeardown := r.phase(ctx, SpanTeardown)
 	r.runs.Add(1)
 	go func() {
 		defer r.runs.Done()
-		sb.teardown(ctx, log)
+		sb.teardown(tctx, log)
+		endTeardown(nil)
+		r.observeFrames(ctx, sb)
 	}()
-	return res, nil
+	return ret(res), nil
 }
 
 func abortFailure(ctx context.Context) *backend.Failure {

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-container/dsh-container/mcp"
 	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
+	"github.com/dsh-container/dsh-container/telemetry"
 )
 
 // mcpPath is where the streamable HTTP transport is served under --listen.
@@ -97,6 +98,7 @@ stops the MCP servers of --tools.`,
 		},
 	}
 	fl := cmd.Flags()
+	addTraceFlags(fl, &opts.run.trace)
 	fl.StringVar(&opts.Listen, "listen", "", "serve streamable HTTP at "+mcpPath+" on unix:///path.sock or tcp://127.0.0.1:PORT (default: stdio)")
 	fl.StringVar(&opts.Tools, "tools", "", `tool manifest FILE: {"tools": [command tools], "mcpServers": {NAME: {command, args, env} | {url, headers}}}`)
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "what tools/list offers: code (run_code with the SDK), both (run_code and the tools) or native (the tools)")
@@ -217,7 +219,12 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: level}))
+	log := telemetry.NewJSONLogger(f.stderr, level)
+	tp, err := setupTracing(ctx, &opts.run.trace, log, true)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tp, log)
 
 	tools, err := openTools(ctx, opts.Tools, log)
 	if err != nil {
@@ -226,7 +233,8 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 	defer tools.Close()
 
 	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithSDK(view), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version),
-		mcp.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...)}
+		mcp.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...),
+		mcp.WithRegistryOptions(opts.run.trace.registryOptions()...)}
 	if mode != registry.ModeNative {
 		drv, err := f.connect(ctx)
 		if err != nil {

@@ -39,6 +39,8 @@ type runOptions struct {
 	Policy          string
 	Approve         bool
 	ApprovalTimeout time.Duration
+	// trace: --otlp-endpoint, --trace-payloads (telemetry.go)
+	trace traceOptions
 
 	changed func(flag string) bool
 }
@@ -75,6 +77,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 		},
 	}
 	fl := cmd.Flags()
+	addTraceFlags(fl, &opts.trace)
 	fl.StringVar(&opts.Lang, "lang", "", "program language: typescript|python (default: from the extension)")
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (native offers tools without running anything: serve and mcp take it)")
@@ -197,12 +200,19 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	defer toolset.Close()
 	tools := toolset.Tools()
 
+	log := f.logger()
+	tp, err := setupTracing(ctx, &opts.trace, log, false)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tp, log)
+	ctx = withEnvTraceparent(ctx)
+
 	drv, err := f.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer drv.Close()
-	log := f.logger()
 	// Start-up reaping: remove what dead runs of earlier processes left.
 	tags, err := readyHost(ctx, f, drv, log, lang)
 	if err != nil {
@@ -223,11 +233,11 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	}
 	defer rt.Close(context.WithoutCancel(ctx))
 
-	regOpts := []registry.Option{
+	regOpts := append([]registry.Option{
 		registry.WithMode(mode),
 		registry.WithRuntime(rt),
 		registry.WithLogger(log),
-	}
+	}, opts.trace.registryOptions()...)
 	regOpts = append(regOpts, approvalOpts...)
 	if opts.Events {
 		enc := json.NewEncoder(f.stderr)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/docker/go-units"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -25,6 +26,7 @@ import (
 	"github.com/dsh-container/dsh-container/images"
 	"github.com/dsh-container/dsh-container/registry"
 	"github.com/dsh-container/dsh-container/server"
+	"github.com/dsh-container/dsh-container/telemetry"
 )
 
 type serveOptions struct {
@@ -105,6 +107,7 @@ once.`,
 		},
 	}
 	fl := cmd.Flags()
+	addTraceFlags(fl, &opts.run.trace)
 	fl.StringVar(&opts.Listen, "listen", "", "unix:///path.sock or tcp://HOST:PORT (default: a Unix socket under $XDG_RUNTIME_DIR or /tmp)")
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (POST /v1/run runs programs) or native (GET /v1/tools lists the tools only)")
@@ -198,7 +201,12 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(f.stderr, &slog.HandlerOptions{Level: level}))
+	log := telemetry.NewJSONLogger(f.stderr, level)
+	tp, err := setupTracing(ctx, &opts.run.trace, log, true)
+	if err != nil {
+		return err
+	}
+	defer shutdownTracing(ctx, tp, log)
 	tools, err := openTools(ctx, opts.Tools, log)
 	if err != nil {
 		return err
@@ -232,8 +240,12 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 			log.Error("closing runtimes", "err", err)
 		}
 	}()
+	metricsReg := prometheus.NewRegistry()
+	observer := server.NewRunObserver()
+	metricsReg.MustRegister(observer)
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
-		server.WithRegistryOptions(registry.WithSDK(view))}, svc.opts...)
+		server.WithRegistryOptions(append([]registry.Option{registry.WithSDK(view)}, opts.run.trace.registryOptions()...)...),
+		server.WithMetrics(metricsReg)}, svc.opts...)
 	defName, extra, err := allowedRuntimes(drv.Capabilities(), opts.run.Runtime, allow)
 	if err != nil {
 		return err
@@ -249,6 +261,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 				container.WithPool(opts.Pool),
 				container.WithAdmission(opts.MaxRuns, opts.Queue),
 				container.WithLogger(log),
+				container.WithObserver(observer),
 			)
 			if err == nil {
 				runtimes = append(runtimes, rt)

@@ -52,6 +52,7 @@ var rules = map[string]rule{
 	"internal/testenv":                {thirdParty: stdlibOnly},
 	"deploy/kubernetes":               {thirdParty: []string{"k8s.io/", "sigs.k8s.io/"}},
 	"internal/layering":               {thirdParty: stdlibOnly},
+	"telemetry":                       {own: []string{"backend"}},
 }
 
 // clients are the container engines' client libraries and the packages

@@ -31,6 +31,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-units"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/dsh-container/dsh-container/backend/container"
 )
@@ -82,7 +83,9 @@ var (
 // New connects to the daemon named by the environment (DOCKER_HOST...,
 // default unix:///var/run/docker.sock) and negotiates the API version.
 func New(ctx context.Context) (*Driver, error) {
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	// The client would trace every API call (CPU-meter polls included) on
+	// the global provider; a run's spans are the runtime's own phases.
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation(), client.WithTraceProvider(noop.NewTracerProvider()))
 	if err != nil {
 		return nil, fmt.Errorf("%w: docker client: %w", errdefs.ErrInvalidArgument, err)
 	}

@@ -1,0 +1,17 @@
+package main
+
+import "testing"
+
+// A bad --otlp-endpoint is a usage error naming the flag, on every
+// command that takes it, before anything runs.
+func TestBadOTLPEndpoint(t *testing.T) {
+	prog := write(t, "p.ts", "return 1")
+	for _, args := range [][]string{
+		{"run", "--otlp-endpoint", "ftp://collector:21", prog},
+		{"serve", "--otlp-endpoint", "http://", "--listen", "unix://" + t.TempDir() + "/s.sock"},
+		{"mcp", "--otlp-endpoint", "http://u:p@collector:4318"},
+	} {
+		r := runCLI(t, "", func(f *factory) { f.connect = nil }, args...)
+		wantUsage(t, r, "--otlp-endpoint")
+	}
+}
