@@ -370,23 +370,23 @@ func parsePrefix(s string) (netip.Prefix, error) {
 var refusedRanges = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
-		"0.0.0.0/8",          // "this network"
-		"100.64.0.0/10",      // CGNAT (also Alibaba's metadata 100.100.100.200)
-		"169.254.0.0/16",     // link-local, cloud metadata 169.254.169.254
-		"192.0.0.0/24",       // IETF protocol assignments
-		"192.0.2.0/24",       // documentation
-		"198.18.0.0/15",      // benchmarking
-		"198.51.100.0/24",    // documentation
-		"203.0.113.0/24",     // documentation
-		"240.0.0.0/4",        // reserved, broadcast
-		"fd00:ec2::254/128",  // AWS metadata over IPv6 (within fc00::/7 too)
-		"64:ff9b::/96",       // NAT64: reaches IPv4 addresses by another name
-		"64:ff9b:1::/48",     // local-use NAT64
-		"2002::/16",          // 6to4: embeds an IPv4 address
-		"2001::/32",          // Teredo
-		"2001:db8::/32",      // documentation
-		"100::/64",           // discard
-		"::ffff:0:0/96",      // IPv4-mapped (unmapped before checks; kept for safety)
+		"0.0.0.0/8",         // "this network"
+		"100.64.0.0/10",     // CGNAT (also Alibaba's metadata 100.100.100.200)
+		"169.254.0.0/16",    // link-local, cloud metadata 169.254.169.254
+		"192.0.0.0/24",      // IETF protocol assignments
+		"192.0.2.0/24",      // documentation
+		"198.18.0.0/15",     // benchmarking
+		"198.51.100.0/24",   // documentation
+		"203.0.113.0/24",    // documentation
+		"240.0.0.0/4",       // reserved, broadcast
+		"fd00:ec2::254/128", // AWS metadata over IPv6 (within fc00::/7 too)
+		"64:ff9b::/96",      // NAT64: reaches IPv4 addresses by another name
+		"64:ff9b:1::/48",    // local-use NAT64
+		"2002::/16",         // 6to4: embeds an IPv4 address
+		"2001::/32",         // Teredo
+		"2001:db8::/32",     // documentation
+		"100::/64",          // discard
+		"::ffff:0:0/96",     // IPv4-mapped (unmapped before checks; kept for safety)
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
