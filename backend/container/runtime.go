@@ -299,6 +299,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	}
 	log := r.log.With("run_id", sb.runID, "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
+	sb.egress = r.opts.egress
 	res, err := sb.execute(ctx, prep, req, r.opts.limits, log)
 	if err != nil {
 		sb.stop()
