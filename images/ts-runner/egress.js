@@ -18,8 +18,9 @@ const tls = require('node:tls');
 const MAX_HEAD = 8 << 10;
 
 class Egress {
-  constructor(send, cfg, maxFrameBytes) {
+  constructor(send, warn, cfg, maxFrameBytes) {
     this.send = send; // (object) => void: one frame to the host
+    this.warn = warn; // (text) => void: a console.warn entry
     this.window = cfg.window;
     this.ca = cfg.ca || '';
     this.chunk = Math.min(16 << 10, Math.floor((maxFrameBytes - 128) / 4) * 3);
@@ -111,6 +112,9 @@ class Egress {
         if (!msg.ok) {
           st.hostClosed = true;
           this.streams.delete(st.id);
+          // undici reports a refused tunnel as "Request was cancelled":
+          // the reason goes to the program's log too.
+          this.warn(`egress refused: ${msg.message}`);
           return reply(st.sock, 403, msg.message || 'egress refused');
         }
         st.sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');

@@ -471,7 +471,7 @@ class Runner {
       // the program exists.
       this.phase = 'running';
       this.limits = run.limits;
-      this.egress = new Egress((f) => this.send(JSONStringify(f)), run.egress, run.limits.maxFrameBytes);
+      this.egress = new Egress((f) => this.send(JSONStringify(f)), (text) => this.emitLog('console', 'warn', text), run.egress, run.limits.maxFrameBytes);
       this.egress.listen((err) => {
         if (err) return this.finish(() => errorFrame('Error', `runner: cannot start the egress proxy: ${err && err.message}`, '', this.limits));
         this.start(run);
