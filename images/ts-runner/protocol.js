@@ -267,6 +267,11 @@ function validateMessage(m) {
     case 'close': {
       if (!(m.stream >= 1 && m.stream <= MAX_ID)) throw bad(`id ${m.stream} out of range 1..2^53-1`);
       if (m.type === 'data' && m.data === '') throw bad('data: carries at least one byte');
+      if (m.type === 'open') {
+        const n = Buffer.byteLength(m.host);
+        if (n === 0 || n > 255) throw bad('open: host must be 1..255 bytes');
+        if (!(m.port >= 1 && m.port <= 65535)) throw bad(`open: port ${m.port} out of range 1..65535`);
+      }
       if (m.type === 'ack' && !(m.bytes >= 1)) throw bad('ack: bytes must be positive');
       break;
     }

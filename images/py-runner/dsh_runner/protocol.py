@@ -206,6 +206,11 @@ def _validate(m):
         _check_id(m["stream"])
         if t == "data" and m["data"] == "":
             raise bad("data: carries at least one byte")
+        if t == "open":
+            if not 1 <= _utf8_len(m["host"]) <= 255:
+                raise bad("open: host must be 1..255 bytes")
+            if not 1 <= m["port"] <= 65535:
+                raise bad(f"open: port {m['port']} out of range 1..65535")
         if t == "ack" and m["bytes"] < 1:
             raise bad("ack: bytes must be positive")
     elif t == "call":
