@@ -33,6 +33,10 @@ type RunRequest struct {
 	// {"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"},
 	// each optional (see limits.go). Raising one is a 400 naming it.
 	Limits json.RawMessage `json:"limits,omitempty"`
+	// Egress narrows the server's egress allowlist for this run:
+	// {"allow": ["host:port", "*.domain:port"]}, each entry within the
+	// server's (see egress.go). Widening it is a 400 naming the entry.
+	Egress json.RawMessage `json:"egress,omitempty"`
 }
 
 // RunResponse is the 200 body of POST /v1/run: the object
@@ -121,6 +125,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	allow, err := parseEgress(req.Egress, rt)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	id := req.ID
 	if id == "" {
 		id = newCallID()
@@ -133,7 +142,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeFor(rt, limits)),
+		registry.WithRuntime(runtimeWith(rt, limits, allow)),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			mu.Lock()

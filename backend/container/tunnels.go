@@ -370,3 +370,7 @@ func (sb *sandbox) sendDirect(f any) bool {
 	}
 	return true
 }
+
+// Egress reports the runtime's own egress policy (nil: none; see
+// WithEgress).
+func (r *Runtime) Egress() *egress.Policy { return r.opts.egress }
