@@ -71,6 +71,11 @@ func newEgressServer(t *testing.T) *egressServer {
 		s.mu.Unlock()
 		fmt.Fprintf(w, "hello from %s", r.Host)
 	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("x", 200<<10)))
 	})
@@ -305,6 +310,18 @@ func TestEgress(t *testing.T) {
 						t.Errorf("%s: %q, want a failed socket", k, got[k])
 					}
 				}
+				if lang == backend.TypeScript {
+					// undici hides the proxy's answer: the runner logs it.
+					var logs []string
+					for _, l := range res.Logs {
+						logs = append(logs, l.Text)
+					}
+					for _, want := range []string{"not on the egress allowlist", "raw IP", "private address"} {
+						if !strings.Contains(strings.Join(logs, "\n"), "egress refused: ") || !strings.Contains(strings.Join(logs, "\n"), want) {
+							t.Errorf("logs %q lack %q", logs, want)
+						}
+					}
+				}
 				if lang == backend.Python {
 					for k, want := range map[string]string{"notListed": "not on the egress allowlist", "rawIP": "raw IP", "private": "private address"} {
 						if !strings.Contains(got[k], want) {
@@ -328,6 +345,40 @@ func TestEgress(t *testing.T) {
 					t.Errorf("events %+v lack a refusal reason (%v)", evs, reasons)
 				}
 				srv.waitClosed(t)
+			})
+			t.Run("abort while connected", func(t *testing.T) {
+				e := newEnv(t, lang, nil)
+				log := &egressEvents{}
+				prog := map[backend.Language]string{
+					backend.TypeScript: fmt.Sprintf(`const r = await fetch("https://api.egress.test:%d/slow"); await r.text(); return "done";`, srv.port),
+					backend.Python:     fmt.Sprintf("import urllib.request\nwith urllib.request.urlopen(\"https://api.egress.test:%d/slow\", timeout=60) as r:\n    r.read()\nreturn 'done'", srv.port),
+				}[lang]
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() {
+					// Cancel once the connection is up.
+					for ctx.Err() == nil {
+						srv.mu.Lock()
+						open := srv.open
+						srv.mu.Unlock()
+						if open > 0 {
+							time.Sleep(200 * time.Millisecond)
+							cancel()
+							return
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+				}()
+				res, err := e.rt.RunWith(ctx, backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+				outcome(t, lang, res, "abort while connected")
+				wantFailure(t, res, backend.FailureAbort)
+				srv.waitClosed(t)
+				if evs := log.snapshot(); len(evs) != 1 || evs[0].Address != "127.0.0.1" {
+					t.Fatalf("events %+v", evs)
+				}
 			})
 			t.Run("byte cap", func(t *testing.T) {
 				e := newEnv(t, lang, nil)
