@@ -142,7 +142,8 @@ func (t *tunnels) handle(m portproto.Message) (reply any, fail string) {
 		n := len(t.streams)
 		t.mu.Unlock()
 		if n >= maxOpenStreams {
-			return portproto.Opened{Type: portproto.TypeOpened, Stream: m.Stream, Message: fmt.Sprintf("egress refused: too many connections open at once (limit %d)", maxOpenStreams)}, ""
+			err := t.sess.Refuse(m.Host, m.Port, fmt.Sprintf("too many connections open at once (limit %d)", maxOpenStreams))
+			return portproto.Opened{Type: portproto.TypeOpened, Stream: m.Stream, Message: err.Error()}, ""
 		}
 		tu := &tunnel{id: m.Stream, t: t, wake: make(chan struct{}, 1), done: make(chan struct{})}
 		t.mu.Lock()

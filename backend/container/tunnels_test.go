@@ -133,7 +133,8 @@ func TestEgressStreams(t *testing.T) {
 		r.send(fmt.Sprintf(`{"type":"open","stream":2,"host":"up.test","port":%d}`, up.port()))
 		r.send(`{"type":"data","stream":2,"data":"cGluZw=="}`) // "ping", queued before opened
 		var got []byte
-		for len(got) < 4 {
+		acked := false
+		for len(got) < 4 || !acked {
 			m, err := r.readHost()
 			if err != nil {
 				trace = append(trace, "read: "+err.Error())
@@ -144,6 +145,7 @@ func TestEgressStreams(t *testing.T) {
 				trace = append(trace, fmt.Sprintf("opened %d %v %s", m.Stream, m.OK, m.Message))
 			case *portproto.Ack:
 				trace = append(trace, fmt.Sprintf("ack %d %d", m.Stream, m.Bytes))
+				acked = true
 			case *portproto.Data:
 				got = append(got, m.Data...)
 			}
@@ -251,5 +253,60 @@ func TestEgressFramesAreProtocolViolations(t *testing.T) {
 			rt.Close(context.Background())
 			d.checkNoLeaks(t, dir)
 		})
+	}
+}
+
+// At most maxOpenStreams streams are open at once; one more is refused
+// (and reported), and settlement closes every upstream connection.
+func TestEgressOpenStreamsAreCapped(t *testing.T) {
+	up := newUpstream(t, false)
+	var (
+		mu     sync.Mutex
+		events []egress.Event
+	)
+	pol := testPolicy(t, up.port(), &events, &mu)
+	var opened, refused int
+	var refusal string
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.Conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := r.handshake(); err != nil {
+			return ExitStatus{Code: 90}
+		}
+		for i := 1; i <= maxOpenStreams+1; i++ {
+			r.send(fmt.Sprintf(`{"type":"open","stream":%d,"host":"up.test","port":%d}`, i, up.port()))
+		}
+		for opened+refused < maxOpenStreams+1 {
+			m, err := r.readHost()
+			if err != nil {
+				return ExitStatus{Code: 90}
+			}
+			if o, ok := m.(*portproto.Opened); ok {
+				if o.OK {
+					opened++
+				} else {
+					refused++
+					refusal = o.Message
+				}
+			}
+		}
+		r.send(done(`"ok"`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, RunOptions{Egress: pol})
+	if err != nil || res.Error != nil {
+		t.Fatalf("%v %+v", err, res.Error)
+	}
+	if opened != maxOpenStreams || refused != 1 || !strings.Contains(refusal, "too many connections open at once") {
+		t.Fatalf("opened %d, refused %d (%q)", opened, refused, refusal)
+	}
+	up.waitClosed(t, maxOpenStreams)
+	rt.Close(context.Background())
+	d.checkNoLeaks(t, dir)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != maxOpenStreams+1 {
+		t.Fatalf("%d events, want %d", len(events), maxOpenStreams+1)
 	}
 }

@@ -555,6 +555,15 @@ func (s *Session) Dial(ctx context.Context, host string, port int) (*Conn, error
 	return nil, fail(OutcomeFailed, fmt.Sprintf("connecting to %s: %v", name, lastErr))
 }
 
+// Refuse records a connection refused before the policy was asked (the
+// caller's own bound, such as streams open at once): it counts against
+// the connection cap and is reported as a refused Event.
+func (s *Session) Refuse(host string, port int, reason string) error {
+	s.conns.Add(1)
+	s.p.emit(Event{Type: "egress", Host: clip(host), Port: port, Outcome: OutcomeRefused, Reason: reason})
+	return &RefusedError{Reason: reason}
+}
+
 func (p *Policy) dialAddr(ctx context.Context, ap netip.AddrPort) (net.Conn, error) {
 	if p.dial != nil {
 		return p.dial(ctx, ap)
