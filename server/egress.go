@@ -19,12 +19,17 @@ import (
 // "egress" on a runtime without it gets 400.
 type EgressRuntime interface {
 	backend.Runtime
+	// HasEgress reports whether the runtime's runs have egress at all.
+	HasEgress() bool
 	// CheckEgress reports why allow cannot be applied: the runtime has no
 	// egress, or an entry is malformed or not within its allowlist. The
 	// message names the entry.
 	CheckEgress(allow []string) error
-	// RunEgress is Run with limits l and the allowlist narrowed to allow.
-	RunEgress(ctx context.Context, req backend.RunRequest, l Limits, allow []string) (backend.RunResult, error)
+	// RunEgress is Run with limits l and the allowlist narrowed to allow
+	// (nil: the runtime's own). Each egress connection of the run is
+	// passed to onEvent as its JSON event ({"type":"egress", ...}); a run
+	// has at most the policy's maxConnections+1 of them.
+	RunEgress(ctx context.Context, req backend.RunRequest, l Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error)
 }
 
 // MaxEgressAllow bounds a request's allowlist.
@@ -58,7 +63,7 @@ func parseEgress(raw json.RawMessage, rt backend.Runtime) ([]string, error) {
 		return nil, fmt.Errorf("egress.allow has %d entries, at most %d", len(e.Allow), MaxEgressAllow)
 	}
 	er, ok := rt.(EgressRuntime)
-	if !ok {
+	if !ok || !er.HasEgress() {
 		return nil, fmt.Errorf("egress: the %s runtime of this server offers no egress", rt.Language())
 	}
 	if err := er.CheckEgress(e.Allow); err != nil {
@@ -71,18 +76,22 @@ func parseEgress(raw json.RawMessage, rt backend.Runtime) ([]string, error) {
 // narrowed allowlist.
 type egressView struct {
 	EgressRuntime
-	limits Limits
-	allow  []string
+	limits  Limits
+	allow   []string
+	onEvent func(json.RawMessage)
 }
 
 func (v egressView) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
-	return v.RunEgress(ctx, req, v.limits, v.allow)
+	return v.RunEgress(ctx, req, v.limits, v.allow, v.onEvent)
 }
 
-// runtimeWith is runtimeFor(rt, l), narrowed to allow when allow is set.
-func runtimeWith(rt backend.Runtime, l Limits, allow []string) backend.Runtime {
-	if allow == nil {
+// runtimeWith is runtimeFor(rt, l) for a runtime without egress; with
+// egress, a view that narrows it to allow (when set) and hands the run's
+// egress events to onEvent.
+func runtimeWith(rt backend.Runtime, l Limits, allow []string, onEvent func(json.RawMessage)) backend.Runtime {
+	er, ok := rt.(EgressRuntime)
+	if !ok || !er.HasEgress() {
 		return runtimeFor(rt, l)
 	}
-	return egressView{EgressRuntime: rt.(EgressRuntime), limits: l, allow: allow}
+	return egressView{EgressRuntime: er, limits: l, allow: allow, onEvent: onEvent}
 }

@@ -34,10 +34,13 @@ func (r *egressRuntime) CheckEgress(allow []string) error {
 	return nil
 }
 
-func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _ server.Limits, allow []string) (backend.RunResult, error) {
+func (r *egressRuntime) HasEgress() bool { return true }
+
+func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _ server.Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error) {
 	r.mu.Lock()
 	r.got = append(r.got, allow)
 	r.mu.Unlock()
+	onEvent(json.RawMessage(`{"type":"egress","host":"api.github.com","port":443,"outcome":"ok"}`))
 	return r.Runtime.Run(ctx, req)
 }
 
@@ -73,11 +76,18 @@ func TestRequestEgress(t *testing.T) {
 	py.mu.Lock()
 	got := py.got
 	py.mu.Unlock()
-	if len(got) != 1 || !slices.Equal(got[0], []string{"api.github.com:443"}) {
+	// Every run of an egress runtime goes through RunEgress: the narrowed
+	// one with its list, the other with the server's (nil).
+	if len(got) != 2 || !slices.Equal(got[0], []string{"api.github.com:443"}) || got[1] != nil {
 		t.Fatalf("the runtime got %v", got)
 	}
+	rec := f.do(t, http.MethodPost, "/v1/run", `{"language":"python","code":"return 1"}`)
+	var resp server.RunResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || len(resp.EgressEvents) != 1 || !strings.Contains(string(resp.EgressEvents[0]), `"type":"egress"`) {
+		t.Fatalf("response %s: egress events missing", rec.Body.String())
+	}
 	// A runtime without egress refuses the key.
-	rec := f.do(t, http.MethodPost, "/v1/run", `{"language":"typescript","code":"return 1","egress":{"allow":["api.github.com:443"]}}`)
+	rec = f.do(t, http.MethodPost, "/v1/run", `{"language":"typescript","code":"return 1","egress":{"allow":["api.github.com:443"]}}`)
 	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "offers no egress") {
 		t.Fatalf("egress on a runtime without it: %d %s", rec.Code, rec.Body.String())
 	}

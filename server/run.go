@@ -46,6 +46,10 @@ type RunResponse struct {
 	ID string `json:"id"`
 	backend.Report
 	Events []registry.Event `json:"events"`
+	// EgressEvents are the run's egress connections, one event each
+	// ({"type":"egress","host","port","address","bytesUp","bytesDown",
+	// "outcome","reason"}), on a server with egress.
+	EgressEvents []json.RawMessage `json:"egressEvents,omitempty"`
 }
 
 func newCallID() string {
@@ -137,12 +141,17 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r.Context())
 
 	var (
-		mu     sync.Mutex
-		events = []registry.Event{}
+		mu           sync.Mutex
+		events       = []registry.Event{}
+		egressEvents []json.RawMessage
 	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeWith(rt, limits, allow)),
+		registry.WithRuntime(runtimeWith(rt, limits, allow, func(e json.RawMessage) {
+			mu.Lock()
+			egressEvents = append(egressEvents, e)
+			mu.Unlock()
+		})),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			mu.Lock()
@@ -191,7 +200,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	cr := res.CodeRun
 	s.metrics.observeRun(lang, tenant.Name, cr)
 	mu.Lock()
-	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events}
+	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events, EgressEvents: egressEvents}
 	mu.Unlock()
 	s.log.Info("run", "call_id", id, "language", string(lang), "tenant", tenant.Name, "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)

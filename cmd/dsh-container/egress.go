@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/server"
 )
 
@@ -25,14 +27,23 @@ func (r limitedRuntime) CheckEgress(allow []string) error {
 	return err
 }
 
-func (r limitedRuntime) RunEgress(ctx context.Context, req backend.RunRequest, l server.Limits, allow []string) (backend.RunResult, error) {
+func (r limitedRuntime) HasEgress() bool { return r.Egress() != nil }
+
+func (r limitedRuntime) RunEgress(ctx context.Context, req backend.RunRequest, l server.Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error) {
 	p := r.Egress()
 	if p == nil {
 		return backend.RunResult{}, errNoEgress
 	}
-	n, err := p.Narrow(allow)
+	n, err := p.Narrow(allow) // nil: p itself
 	if err != nil {
 		return backend.RunResult{}, err
+	}
+	if onEvent != nil {
+		n = n.WithEvents(func(e egress.Event) {
+			if b, err := json.Marshal(e); err == nil {
+				onEvent(b)
+			}
+		})
 	}
 	return r.RunWith(ctx, req, container.RunOptions{Limits: runLimits(l), Egress: n})
 }

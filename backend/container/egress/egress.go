@@ -249,10 +249,18 @@ func (p *Policy) Narrow(allow []string) (*Policy, error) {
 	return &n, nil
 }
 
-// WithEvents returns a copy of p whose events go to fn.
+// WithEvents returns a copy of p whose events also go to fn (after the
+// receivers p already has): a run's own receiver besides the operator's.
 func (p *Policy) WithEvents(fn func(Event)) *Policy {
 	n := *p
-	n.onEvent = fn
+	prev := p.onEvent
+	switch {
+	case fn == nil:
+	case prev == nil:
+		n.onEvent = fn
+	default:
+		n.onEvent = func(e Event) { prev(e); fn(e) }
+	}
 	return &n
 }
 
@@ -503,7 +511,13 @@ func (s *Session) Dial(ctx context.Context, host string, port int) (*Conn, error
 		return errors.New(reason)
 	}
 	if n := s.conns.Add(1); n > int64(s.p.maxConnections) {
-		return nil, fail(OutcomeRefused, fmt.Sprintf("the run's connection cap (%d) is reached", s.p.maxConnections))
+		reason := fmt.Sprintf("the run's connection cap (%d) is reached", s.p.maxConnections)
+		if n > int64(s.p.maxConnections)+1 {
+			// Only the first attempt over the cap is an event: a run has
+			// at most maxConnections+1 of them.
+			return nil, &RefusedError{Reason: reason}
+		}
+		return nil, fail(OutcomeRefused, reason)
 	}
 	if port < 1 || port > 65535 {
 		return nil, fail(OutcomeRefused, fmt.Sprintf("port %d is out of range", port))
@@ -559,7 +573,9 @@ func (s *Session) Dial(ctx context.Context, host string, port int) (*Conn, error
 // caller's own bound, such as streams open at once): it counts against
 // the connection cap and is reported as a refused Event.
 func (s *Session) Refuse(host string, port int, reason string) error {
-	s.conns.Add(1)
+	if s.conns.Add(1) > int64(s.p.maxConnections)+1 {
+		return &RefusedError{Reason: reason}
+	}
 	s.p.emit(Event{Type: "egress", Host: clip(host), Port: port, Outcome: OutcomeRefused, Reason: reason})
 	return &RefusedError{Reason: reason}
 }
