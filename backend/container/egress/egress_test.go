@@ -333,3 +333,19 @@ func TestNarrow(t *testing.T) {
 		t.Fatal("a narrowed policy allowed a dropped name")
 	}
 }
+
+func TestWithEventsChains(t *testing.T) {
+	res := &mapResolver{answers: map[string][][]netip.Addr{}}
+	p, rec := newPolicy(t, Config{Allow: []string{"api.test.dev:443"}}, res)
+	var mine []Event
+	q := p.WithEvents(func(e Event) { mine = append(mine, e) })
+	_, _ = q.Session().Dial(context.Background(), "nope.test.dev", 443)
+	if len(mine) != 1 || len(rec.events) != 1 || mine[0].Outcome != OutcomeRefused || mine[0].Type != "egress" {
+		t.Fatalf("run's %+v, operator's %+v", mine, rec.events)
+	}
+	// The original policy is unchanged.
+	_, _ = p.Session().Dial(context.Background(), "nope.test.dev", 443)
+	if len(mine) != 1 || len(rec.events) != 2 {
+		t.Fatalf("run's %d, operator's %d", len(mine), len(rec.events))
+	}
+}
