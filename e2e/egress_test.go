@@ -76,6 +76,12 @@ func newEgressServer(t *testing.T) *egressServer {
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	})
+	mux.HandleFunc("/8mib", func(w http.ResponseWriter, r *http.Request) {
+		chunk := []byte(strings.Repeat("y", 64<<10))
+		for i := 0; i < 128; i++ {
+			w.Write(chunk)
+		}
+	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("x", 200<<10)))
 	})
@@ -420,5 +426,37 @@ func waitEgressPool(t *testing.T, rt *container.Runtime) {
 			t.Fatal("the warm pool did not fill")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestEgressThroughput measures one 8 MiB download through the tunnel
+// (runner proxy, bridge stream, host proxy, TLS) in each language.
+func TestEgressThroughput(t *testing.T) {
+	if unavailable != nil {
+		t.Skip(unavailable)
+	}
+	srv := newEgressServer(t)
+	for _, lang := range langs {
+		t.Run(string(lang), func(t *testing.T) {
+			e := newEnv(t, lang, nil)
+			prog := map[backend.Language]string{
+				backend.TypeScript: fmt.Sprintf(`const t0 = performance.now(); const r = await fetch("https://api.egress.test:%d/8mib"); const b = await r.arrayBuffer(); return { bytes: b.byteLength, ms: performance.now() - t0 };`, srv.port),
+				backend.Python:     fmt.Sprintf("import time, urllib.request\nt0 = time.monotonic()\nwith urllib.request.urlopen(\"https://api.egress.test:%d/8mib\", timeout=60) as r:\n    n = len(r.read())\nreturn {\"bytes\": n, \"ms\": (time.monotonic() - t0) * 1000}", srv.port),
+			}[lang]
+			log := &egressEvents{}
+			res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := decode[struct {
+				Bytes int
+				Ms    float64
+			}](t, res)
+			if got.Bytes != 8<<20 {
+				t.Fatalf("read %d bytes", got.Bytes)
+			}
+			t.Logf("EGRESS %s: 8 MiB in %.0f ms = %.1f MiB/s (run wall %v, cpu %v)", lang, got.Ms, 8/(got.Ms/1000), res.Stats.Wall.Round(time.Millisecond), res.Stats.CPU.Round(time.Millisecond))
+			srv.waitClosed(t)
+		})
 	}
 }

@@ -37,7 +37,7 @@ const (
 	// streamWindow bounds the runner's unacknowledged bytes per stream.
 	streamWindow = 128 << 10
 	// maxChunk bounds one data frame's payload (before base64).
-	maxChunk = 16 << 10
+	maxChunk = 64 << 10
 )
 
 // RunOptions are per-run options beyond the program: lowered limits (see

@@ -23,7 +23,7 @@ class Egress {
     this.warn = warn; // (text) => void: a console.warn entry
     this.window = cfg.window;
     this.ca = cfg.ca || '';
-    this.chunk = Math.min(16 << 10, Math.floor((maxFrameBytes - 128) / 4) * 3);
+    this.chunk = Math.min(64 << 10, Math.floor((maxFrameBytes - 128) / 4) * 3);
     this.nextStream = 1;
     this.streams = new Map();
   }

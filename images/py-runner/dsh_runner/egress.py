@@ -48,7 +48,7 @@ class Egress:
     def __init__(self, send, cfg, max_frame_bytes):
         self._send = send  # (str) -> None: one frame to the host
         self.window = cfg["window"]
-        self.chunk = min(16 << 10, (max_frame_bytes - 128) // 4 * 3)
+        self.chunk = min(64 << 10, (max_frame_bytes - 128) // 4 * 3)
         self._lock = threading.Lock()
         self._next = 1
         self._streams = {}
