@@ -92,3 +92,17 @@ func TestRequestEgress(t *testing.T) {
 		t.Fatalf("egress on a runtime without it: %d %s", rec.Code, rec.Body.String())
 	}
 }
+
+// A session's start frame takes "egress" like POST /v1/run.
+func TestSessionStartEgress(t *testing.T) {
+	sf := newSessionFixture(t)
+	p := sf.dial(t, nil)
+	st := start("python", "return 1")
+	st.Egress = json.RawMessage(`{"allow":["api.github.com:443"]}`)
+	p.send(st)
+	m, _ := p.expect(server.FrameRefused)
+	if m["status"] != 400.0 || !strings.Contains(m["error"].(string), "offers no egress") {
+		t.Fatalf("refused %v", m)
+	}
+	p.closed()
+}

@@ -72,6 +72,9 @@ type StartFrame struct {
 	Tools    []SessionTool   `json:"tools"`
 	Limits   json.RawMessage `json:"limits,omitempty"`
 	ID       string          `json:"id,omitempty"`
+	// Egress narrows the server's egress allowlist for the run, as in
+	// POST /v1/run: {"allow": ["host:port", ...]}.
+	Egress json.RawMessage `json:"egress,omitempty"`
 }
 
 // ResultFrame answers one call frame: a value, or a failure message.
@@ -171,7 +174,7 @@ func sessionErr(code, format string, args ...any) error {
 
 // frameFields lists each frame's keys, matched exactly.
 var frameFields = map[string][]string{
-	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id"},
+	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id", "egress"},
 	FrameResult:   {"type", "id", "ok", "value", "message"},
 	FrameAbort:    {"type", "reason"},
 	FrameAccepted: {"type", "id"},
@@ -245,6 +248,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		f.str("language", &m.Language, true)
 		f.str("code", &m.Code, true)
 		f.raw("limits", &m.Limits, false)
+		f.raw("egress", &m.Egress, false)
 		f.str("id", &m.ID, false)
 		if raw, ok := keys["tools"]; ok {
 			var tools []map[string]json.RawMessage
