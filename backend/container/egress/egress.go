@@ -20,10 +20,10 @@ import (
 const (
 	// DefaultMaxBytes caps a run's egress bytes (up and down together)
 	// when a Config leaves MaxBytes zero.
-	DefaultMaxBytes = 16 << 20
+	DefaultMaxBytes = 10 << 20
 	// DefaultMaxConnections caps a run's connection attempts when a Config
 	// leaves MaxConnections zero.
-	DefaultMaxConnections = 32
+	DefaultMaxConnections = 16
 	// MaxAllow bounds the allowlist's length.
 	MaxAllow = 256
 	// MaxCABytes bounds the extra CA bundle.
