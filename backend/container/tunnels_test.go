@@ -89,9 +89,10 @@ func (u *upstream) waitClosed(t *testing.T, n int) {
 func testPolicy(t *testing.T, port int, events *[]egress.Event, mu *sync.Mutex) *egress.Policy {
 	t.Helper()
 	p, err := egress.New(egress.Config{
-		Allow:        []string{fmt.Sprintf("up.test:%d", port)},
-		AllowPrivate: []string{"127.0.0.1"},
-		Resolver:     loopResolver{},
+		Allow:          []string{fmt.Sprintf("up.test:%d", port)},
+		AllowPrivate:   []string{"127.0.0.1"},
+		MaxConnections: 100, // the open-streams cap is what TestEgressOpenStreamsAreCapped meets
+		Resolver:       loopResolver{},
 		OnEvent: func(e egress.Event) {
 			mu.Lock()
 			*events = append(*events, e)
