@@ -55,7 +55,7 @@ type Base struct {
 var DefaultBase = Base{
 	Suite:    "trixie",
 	Mirror:   "http://deb.debian.org/debian",
-	Packages: []string{"nodejs", "node-ws", "python3", "python3-websockets"},
+	Packages: []string{"nodejs", "node-ws", "node-undici", "python3", "python3-websockets", "ca-certificates"},
 }
 
 // Tag is the base's content-addressed tag.

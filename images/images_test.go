@@ -67,14 +67,14 @@ func TestBuildContextHoldsTheInputs(t *testing.T) {
 		}
 		names = append(names, h.Name)
 	}
-	if strings.Join(names, ",") != "Dockerfile,main.js,protocol.js,runner.js,values.js" {
+	if strings.Join(names, ",") != "Dockerfile,egress.js,main.js,protocol.js,runner.js,values.js" {
 		t.Fatalf("context %v", names)
 	}
 	py, err := Runners[1].files()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Dockerfile,dsh_runner/__init__.py,dsh_runner/__main__.py,dsh_runner/protocol.py,dsh_runner/runner.py,dsh_runner/values.py"; strings.Join(py, ",") != want {
+	if want := "Dockerfile,dsh_runner/__init__.py,dsh_runner/__main__.py,dsh_runner/egress.py,dsh_runner/protocol.py,dsh_runner/runner.py,dsh_runner/values.py"; strings.Join(py, ",") != want {
 		t.Fatalf("python inputs %v, want %s", py, want)
 	}
 }

@@ -12,6 +12,20 @@
 //	runner → host  log    {type, source, level?, text}        any number
 //	runner → host  done   {type, ok, value?, valueKind?, truncated?, error?}  last frame
 //
+// Egress streams, only in a run whose run frame carries "egress" (see
+// RunEgress; backend/container/egress decides each connection):
+//
+//	runner → host  open   {type, stream, host, port}      a CONNECT the program made; stream ids increase
+//	host → runner  opened {type, stream, ok, message?}    the host connected, or refused (message)
+//	both ways      data   {type, stream, data}            bytes of the stream, base64, ≥ 1 byte
+//	host → runner  ack    {type, stream, bytes}           the host wrote that many of the runner's bytes upstream
+//	both ways      close  {type, stream, message?}        the stream is over (either end; no half-close)
+//
+// The runner keeps at most RunEgress.Window bytes of a stream unacknowledged
+// (it stops reading the program's socket until an ack); the host closes a
+// stream that exceeds it. The host's data frames need no ack: it writes
+// them with the bridge's write timeout, as it writes results.
+//
 // The host treats the runner as hostile: every decoder here rejects unknown
 // types, unknown fields, wrong field types, out-of-range values, invalid
 // UTF-8 and frames over the size limit. Decoding never panics. The same
@@ -43,6 +57,11 @@ const (
 	TypeResult Type = "result"
 	TypeLog    Type = "log"
 	TypeDone   Type = "done"
+	TypeOpen   Type = "open"
+	TypeOpened Type = "opened"
+	TypeData   Type = "data"
+	TypeAck    Type = "ack"
+	TypeClose  Type = "close"
 )
 
 // Message is any decoded message.
@@ -67,6 +86,56 @@ type Run struct {
 	SourceMap string    `json:"sourceMap,omitempty"`
 	Bindings  []Binding `json:"bindings"`
 	Limits    Limits    `json:"limits"`
+	// Egress, when present, turns egress on for this run: the runner
+	// starts its loopback proxy and sets the proxy variables.
+	Egress *RunEgress `json:"egress,omitempty"`
+}
+
+// RunEgress configures the runner's end of egress for one run.
+type RunEgress struct {
+	// CA is an extra PEM bundle the program's HTTPS clients trust besides
+	// the system's ("" for none).
+	CA string `json:"ca,omitempty"`
+	// Window is the most bytes of one stream the runner may send before
+	// the host acknowledges them.
+	Window int `json:"window"`
+}
+
+// Open asks the host to connect a stream to host:port.
+type Open struct {
+	Type   Type   `json:"type"`
+	Stream int64  `json:"stream"`
+	Host   string `json:"host"`
+	Port   int    `json:"port"`
+}
+
+// Opened answers an Open.
+type Opened struct {
+	Type    Type   `json:"type"`
+	Stream  int64  `json:"stream"`
+	OK      bool   `json:"ok"`
+	Message string `json:"message,omitempty"`
+}
+
+// Data carries bytes of a stream (base64 on the wire).
+type Data struct {
+	Type   Type   `json:"type"`
+	Stream int64  `json:"stream"`
+	Data   []byte `json:"data"`
+}
+
+// Ack acknowledges bytes of the runner's data written upstream.
+type Ack struct {
+	Type   Type  `json:"type"`
+	Stream int64 `json:"stream"`
+	Bytes  int64 `json:"bytes"`
+}
+
+// Close ends a stream.
+type Close struct {
+	Type    Type   `json:"type"`
+	Stream  int64  `json:"stream"`
+	Message string `json:"message,omitempty"`
 }
 
 // Binding names the functions of one global namespace.
@@ -135,6 +204,11 @@ func (*Call) MessageType() Type   { return TypeCall }
 func (*Result) MessageType() Type { return TypeResult }
 func (*Log) MessageType() Type    { return TypeLog }
 func (*Done) MessageType() Type   { return TypeDone }
+func (*Open) MessageType() Type   { return TypeOpen }
+func (*Opened) MessageType() Type { return TypeOpened }
+func (*Data) MessageType() Type   { return TypeData }
+func (*Ack) MessageType() Type    { return TypeAck }
+func (*Close) MessageType() Type  { return TypeClose }
 
 // Protocol-wide bounds that do not depend on configuration.
 const (
@@ -146,6 +220,8 @@ const (
 	MaxRunnerBytes = 128
 	// MinFrameBytes is the smallest frame limit a host may configure.
 	MinFrameBytes = 4096
+	// MaxHostBytes bounds an open frame's host name.
+	MaxHostBytes = 255
 )
 
 // Error is a protocol violation: the frame is malformed, disallowed, or
@@ -220,10 +296,20 @@ func Decode(dir Direction, frame []byte, maxFrame int) (Message, error) {
 		msg = &Run{}
 	case TypeResult:
 		msg = &Result{}
+	case TypeOpen:
+		msg = &Open{}
+	case TypeOpened:
+		msg = &Opened{}
+	case TypeData:
+		msg = &Data{}
+	case TypeAck:
+		msg = &Ack{}
+	case TypeClose:
+		msg = &Close{}
 	default:
 		return nil, protoErr(CodeBadType, "unknown message type %q", truncate(typ))
 	}
-	if sent := senderOf(msg.MessageType()); sent != dir {
+	if sent := senderOf(msg.MessageType()); sent != "" && sent != dir {
 		return nil, protoErr(CodeBadType, "%q is not a %s message", typ, dir)
 	}
 	if err := strictUnmarshal(members, msg); err != nil {
@@ -237,8 +323,10 @@ func Decode(dir Direction, frame []byte, maxFrame int) (Message, error) {
 
 func senderOf(t Type) Direction {
 	switch t {
-	case TypeRun, TypeResult:
+	case TypeRun, TypeResult, TypeOpened, TypeAck:
 		return HostToRunner
+	case TypeData, TypeClose:
+		return "" // both ways
 	default:
 		return RunnerToHost
 	}
@@ -248,17 +336,23 @@ func senderOf(t Type) Direction {
 // would also accept them in any letter case).
 var fields = map[Type]map[string]bool{
 	TypeHello:  set("type", "version", "language", "runner"),
-	TypeRun:    set("type", "version", "program", "sourceMap", "bindings", "limits"),
+	TypeRun:    set("type", "version", "program", "sourceMap", "bindings", "limits", "egress"),
 	TypeCall:   set("type", "id", "global", "name", "args"),
 	TypeResult: set("type", "id", "ok", "value", "message"),
 	TypeLog:    set("type", "source", "level", "text"),
 	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error"),
+	TypeOpen:   set("type", "stream", "host", "port"),
+	TypeOpened: set("type", "stream", "ok", "message"),
+	TypeData:   set("type", "stream", "data"),
+	TypeAck:    set("type", "stream", "bytes"),
+	TypeClose:  set("type", "stream", "message"),
 }
 
 var (
 	bindingFields = set("global", "functions")
 	limitFields   = set("maxLogBytes", "maxValueBytes", "maxFrameBytes")
 	errorFields   = set("name", "message", "stack")
+	egressFields  = set("ca", "window")
 )
 
 func checkKeys(t Type, prefix string, keys map[string]json.RawMessage, allowed map[string]bool) error {
@@ -301,6 +395,12 @@ func strictUnmarshal(members map[string]json.RawMessage, msg Message) error {
 				return err
 			}
 		}
+		var egress map[string]json.RawMessage
+		if json.Unmarshal(members["egress"], &egress) == nil {
+			if err := checkKeys(TypeRun, "egress.", egress, egressFields); err != nil {
+				return err
+			}
+		}
 	case TypeDone:
 		var perr map[string]json.RawMessage
 		if json.Unmarshal(members["error"], &perr) == nil {
@@ -326,7 +426,7 @@ type member struct {
 var membersOf = func() map[reflect.Type]map[string]member {
 	rawType := reflect.TypeFor[json.RawMessage]()
 	out := map[reflect.Type]map[string]member{}
-	for _, m := range []Message{&Hello{}, &Run{}, &Call{}, &Result{}, &Log{}, &Done{}} {
+	for _, m := range []Message{&Hello{}, &Run{}, &Call{}, &Result{}, &Log{}, &Done{}, &Open{}, &Opened{}, &Data{}, &Ack{}, &Close{}} {
 		t := reflect.TypeOf(m).Elem()
 		keys := map[string]member{}
 		for i := range t.NumField() {
@@ -409,6 +509,41 @@ func validate(m Message) error {
 		}
 		if m.Limits.MaxFrameBytes < MinFrameBytes || m.Limits.MaxLogBytes < 0 || m.Limits.MaxValueBytes < 0 {
 			return protoErr(CodeBadField, "run: limits out of range")
+		}
+		if m.Egress != nil && m.Egress.Window < 1 {
+			return protoErr(CodeBadField, "run: egress window must be positive")
+		}
+	case *Open:
+		if err := checkID(m.Stream); err != nil {
+			return err
+		}
+		if m.Host == "" || len(m.Host) > MaxHostBytes {
+			return protoErr(CodeBadField, "open: host must be 1..%d bytes", MaxHostBytes)
+		}
+		if m.Port < 1 || m.Port > 65535 {
+			return protoErr(CodeBadField, "open: port %d out of range 1..65535", m.Port)
+		}
+	case *Opened:
+		if err := checkID(m.Stream); err != nil {
+			return err
+		}
+	case *Data:
+		if err := checkID(m.Stream); err != nil {
+			return err
+		}
+		if len(m.Data) == 0 {
+			return protoErr(CodeBadField, "data: carries at least one byte")
+		}
+	case *Ack:
+		if err := checkID(m.Stream); err != nil {
+			return err
+		}
+		if m.Bytes < 1 {
+			return protoErr(CodeBadField, "ack: bytes must be positive")
+		}
+	case *Close:
+		if err := checkID(m.Stream); err != nil {
+			return err
 		}
 	case *Call:
 		if err := checkID(m.ID); err != nil {

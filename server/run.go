@@ -37,6 +37,10 @@ type RunRequest struct {
 	// server allows (serve --allow-runtimes). Optional: the server's
 	// default runtime (serve --runtime).
 	Runtime string `json:"runtime,omitempty"`
+	// Egress narrows the server's egress allowlist for this run:
+	// {"allow": ["host:port", "*.domain:port"]}, each entry within the
+	// server's (see egress.go). Widening it is a 400 naming the entry.
+	Egress json.RawMessage `json:"egress,omitempty"`
 }
 
 // RunResponse is the 200 body of POST /v1/run: the object
@@ -46,6 +50,10 @@ type RunResponse struct {
 	ID string `json:"id"`
 	backend.Report
 	Events []registry.Event `json:"events"`
+	// EgressEvents are the run's egress connections, one event each
+	// ({"type":"egress","host","port","address","bytesUp","bytesDown",
+	// "outcome","reason"}), on a server with egress.
+	EgressEvents []json.RawMessage `json:"egressEvents,omitempty"`
 }
 
 func newCallID() string {
@@ -125,6 +133,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	allow, err := parseEgress(req.Egress, rt)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	id := req.ID
 	if id == "" {
 		id = newCallID()
@@ -132,12 +145,17 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	tenant := tenantOf(r.Context())
 
 	var (
-		mu     sync.Mutex
-		events = []registry.Event{}
+		mu           sync.Mutex
+		events       = []registry.Event{}
+		egressEvents []json.RawMessage
 	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeFor(rt, limits)),
+		registry.WithRuntime(runtimeWith(rt, limits, allow, func(e json.RawMessage) {
+			mu.Lock()
+			egressEvents = append(egressEvents, e)
+			mu.Unlock()
+		})),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			mu.Lock()
@@ -186,7 +204,7 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	cr := res.CodeRun
 	s.metrics.observeRun(lang, tenant.Name, cr)
 	mu.Lock()
-	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events}
+	out := RunResponse{ID: id, Report: backend.NewReport(cr), Events: events, EgressEvents: egressEvents}
 	mu.Unlock()
 	s.log.Info("run", "run_id", cr.Stats.RunID, "trace_id", cr.Stats.TraceID, "call_id", id, "language", string(lang), "tenant", tenant.Name, "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)

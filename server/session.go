@@ -273,6 +273,10 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 	if err != nil {
 		return bad("%v", err)
 	}
+	allow, err := parseEgress(start.Egress, rt)
+	if err != nil {
+		return bad("%v", err)
+	}
 	run := &sessionRun{lang: lang, id: start.ID, events: []registry.Event{}}
 	if run.id == "" {
 		run.id = newCallID()
@@ -280,7 +284,7 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 	ss.parent = run.id
 	run.reg = registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeFor(rt, limits)),
+		registry.WithRuntime(runtimeWith(rt, limits, allow, nil)),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			run.mu.Lock()

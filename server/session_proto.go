@@ -75,6 +75,9 @@ type StartFrame struct {
 	ID       string          `json:"id,omitempty"`
 	// Runtime names the OCI runtime, as RunRequest.Runtime.
 	Runtime string `json:"runtime,omitempty"`
+	// Egress narrows the server's egress allowlist for the run, as in
+	// POST /v1/run: {"allow": ["host:port", ...]}.
+	Egress json.RawMessage `json:"egress,omitempty"`
 }
 
 // ResultFrame answers one call frame: a value, or a failure message.
@@ -174,7 +177,7 @@ func sessionErr(code, format string, args ...any) error {
 
 // frameFields lists each frame's keys, matched exactly.
 var frameFields = map[string][]string{
-	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id", "runtime"},
+	FrameStart:    {"type", "protocol", "language", "code", "tools", "limits", "id", "runtime", "egress"},
 	FrameResult:   {"type", "id", "ok", "value", "message"},
 	FrameAbort:    {"type", "reason"},
 	FrameAccepted: {"type", "id"},
@@ -249,6 +252,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		f.str("language", &m.Language, true)
 		f.str("code", &m.Code, true)
 		f.raw("limits", &m.Limits, false)
+		f.raw("egress", &m.Egress, false)
 		f.str("id", &m.ID, false)
 		f.str("runtime", &m.Runtime, false)
 		if raw, ok := keys["tools"]; ok {

@@ -11,6 +11,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 )
 
@@ -111,6 +112,7 @@ func (l Limits) Validate() error {
 type Option func(*options)
 
 type options struct {
+	egress     *egress.Policy // nil: no egress (see WithEgress, RunWith)
 	language   backend.Language
 	image      string
 	ociRuntime string

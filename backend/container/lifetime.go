@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/portproto"
 )
 
@@ -56,6 +57,8 @@ type sandbox struct {
 
 	// orphans records containers whose removal failed, for a retry.
 	orphans *orphans
+	// egress is the run's egress policy (nil: none).
+	egress *egress.Policy
 
 	// outbox feeds the writer goroutine; writeFailed reports its first
 	// write error; writerQuit stops it.

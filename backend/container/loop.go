@@ -70,6 +70,11 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 
 	sb.callCtx, sb.cancelCalls = context.WithCancel(context.WithoutCancel(ctx))
 	defer sb.settle()
+	var tun *tunnels
+	if sb.egress != nil {
+		tun = newTunnels(sb, sb.egress, l.FrameBytes)
+		run.Egress = tun.runEgress()
+	}
 
 	start := time.Now()
 	wall := time.NewTimer(l.WallTime)
@@ -158,6 +163,17 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 			return finish(nil), true
 		case *portproto.Hello:
 			return finish(&backend.Failure{Kind: backend.FailureExit, Message: "runner broke protocol: second hello"}), true
+		case *portproto.Open, *portproto.Data, *portproto.Close:
+			if tun == nil {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: a %s frame in a run without egress", m.MessageType())}), true
+			}
+			reply, fail := tun.handle(m)
+			if fail != "" {
+				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fail}), true
+			}
+			if reply != nil && !sb.post(reply) {
+				held = reply
+			}
 		}
 		return backend.RunResult{}, false
 	}

@@ -318,6 +318,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.Ru
 	span.SetAttributes(AttrRunID.String(sb.runID), AttrPoolHit.Bool(warm))
 	log := r.log.With("run_id", sb.runID, "trace_id", traceID(ctx), "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
+	sb.egress = r.opts.egress
 	xctx, endProgram := r.phase(backend.ContextWithRunID(ctx, sb.runID), SpanProgram)
 	res, err := sb.execute(xctx, prep, req, r.opts.limits, log)
 	endProgram(err)

@@ -46,6 +46,8 @@ class ProtocolError extends Error {
 const BINDING = { global: 'string', functions: { list: 'string' } };
 const LIMITS = { maxLogBytes: 'int', maxValueBytes: 'int', maxFrameBytes: 'int' };
 const PROGRAM_ERROR = { name: 'string', message: 'string', stack: 'string' };
+const EGRESS = { ca: 'string', window: 'int' };
+const BOTH_WAYS = 'both';
 const MESSAGES = {
   hello: { dir: RUNNER_TO_HOST, fields: { type: 'string', version: 'int', language: 'string', runner: 'string' } },
   run: {
@@ -53,6 +55,7 @@ const MESSAGES = {
     fields: {
       type: 'string', version: 'int', program: 'string', sourceMap: 'string',
       bindings: { list: { object: BINDING } }, limits: { object: LIMITS },
+      egress: { pointer: EGRESS },
     },
   },
   call: { dir: RUNNER_TO_HOST, fields: { type: 'string', id: 'int', global: 'string', name: 'string', args: 'raw' } },
@@ -62,6 +65,13 @@ const MESSAGES = {
     dir: RUNNER_TO_HOST,
     fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR } },
   },
+  // Egress streams (portproto.go): data is base64 text here, decoded by
+  // egress.js.
+  open: { dir: RUNNER_TO_HOST, fields: { type: 'string', stream: 'int', host: 'string', port: 'int' } },
+  opened: { dir: HOST_TO_RUNNER, fields: { type: 'string', stream: 'int', ok: 'bool', message: 'string' } },
+  data: { dir: BOTH_WAYS, fields: { type: 'string', stream: 'int', data: 'string' } },
+  ack: { dir: HOST_TO_RUNNER, fields: { type: 'string', stream: 'int', bytes: 'int' } },
+  close: { dir: BOTH_WAYS, fields: { type: 'string', stream: 'int', message: 'string' } },
 };
 
 const ProtocolErrorPrototype = ProtocolError.prototype;
@@ -89,11 +99,16 @@ function skipWs(t, i) {
 }
 
 function skipString(t, i) {
+  // The text already parsed as JSON: the string ends at the first quote
+  // not escaped by a backslash. indexOf finds both in native code (a long
+  // string, such as an egress data frame's, is not walked char by char).
   let j = i + 1;
+  let q = t.indexOf('"', j);
   for (;;) {
-    const c = t.charCodeAt(j);
-    if (c === 0x22) return j + 1;
-    j += c === 0x5c ? 2 : 1;
+    const b = t.indexOf('\\', j);
+    if (b === -1 || b > q) return q + 1;
+    j = b + 2;
+    if (q < j) q = t.indexOf('"', j);
   }
 }
 
@@ -247,6 +262,22 @@ function validateMessage(m) {
       }
       const l = m.limits;
       if (l.maxFrameBytes < MIN_FRAME_BYTES || l.maxLogBytes < 0 || l.maxValueBytes < 0) throw bad('run: limits out of range');
+      if (m.egress !== undefined && !(m.egress.window >= 1)) throw bad('run: egress window must be positive');
+      break;
+    }
+    case 'open':
+    case 'opened':
+    case 'data':
+    case 'ack':
+    case 'close': {
+      if (!(m.stream >= 1 && m.stream <= MAX_ID)) throw bad(`id ${m.stream} out of range 1..2^53-1`);
+      if (m.type === 'data' && m.data === '') throw bad('data: carries at least one byte');
+      if (m.type === 'open') {
+        const n = Buffer.byteLength(m.host);
+        if (n === 0 || n > 255) throw bad('open: host must be 1..255 bytes');
+        if (!(m.port >= 1 && m.port <= 65535)) throw bad(`open: port ${m.port} out of range 1..65535`);
+      }
+      if (m.type === 'ack' && !(m.bytes >= 1)) throw bad('ack: bytes must be positive');
       break;
     }
     case 'call':
@@ -326,7 +357,7 @@ function decodeFrame(dir, frame, maxFrame = 0) {
   if (typeof type !== 'string') throw new ProtocolError('bad-type', 'frame has no string "type"');
   if (!hasOwn(MESSAGES, type)) throw new ProtocolError('bad-type', `unknown message type ${JSON.stringify(truncate(type))}`);
   const spec = MESSAGES[type];
-  if (spec.dir !== dir) throw new ProtocolError('bad-type', `${JSON.stringify(type)} is not a ${dir} message`);
+  if (spec.dir !== dir && spec.dir !== BOTH_WAYS) throw new ProtocolError('bad-type', `${JSON.stringify(type)} is not a ${dir} message`);
   const msg = decodeObject(spec.fields, obj, () => text, type);
   validateMessage(msg);
   return msg;

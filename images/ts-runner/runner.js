@@ -18,6 +18,7 @@ const util = require('node:util');
 const vm = require('node:vm');
 const { StringDecoder } = require('node:string_decoder');
 const { RUNNER, isProtocolError, validateHostFrame } = require('./protocol.js');
+const { Egress } = require('./egress.js');
 const {
   PROGRAM_FILE, THROWN_CHARS, byteLength, capText, safeInspect, thrownText, textOf, errorName,
   cutForJSON, wellFormed, doneValueFrame, errorFrame, doneErrorFrame, argsJSON, argsPath,
@@ -309,6 +310,11 @@ class Runner {
       return;
     }
     if (this.phase !== 'running') return this.fail('a result frame before the run frame');
+    if (msg.type !== 'result') {
+      if (this.egress === undefined) return this.fail(`a ${msg.type} frame in a run without egress`);
+      if (msg.type === 'data' || msg.type === 'close' || msg.type === 'opened' || msg.type === 'ack') return this.egress.onFrame(msg);
+      return this.fail(`a ${msg.type} frame`);
+    }
     const call = this.pending.get(msg.id);
     if (!call) return this.fail(`a result for id ${msg.id}, which is not in flight`);
     this.pending.delete(msg.id);
@@ -460,6 +466,18 @@ class Runner {
   }
 
   start(run) {
+    if (run.egress !== undefined && this.egress === undefined) {
+      // Egress first: the proxy listens and the variables are set before
+      // the program exists.
+      this.phase = 'running';
+      this.limits = run.limits;
+      this.egress = new Egress((f) => this.send(JSONStringify(f)), (text) => this.emitLog('console', 'warn', text), run.egress, run.limits.maxFrameBytes);
+      this.egress.listen((err) => {
+        if (err) return this.finish(() => errorFrame('Error', `runner: cannot start the egress proxy: ${err && err.message}`, '', this.limits));
+        this.start(run);
+      });
+      return;
+    }
     this.phase = 'running';
     this.limits = run.limits;
     process.on('unhandledRejection', (reason) => this.finish(() => doneErrorFrame(reason, this.limits)));

@@ -39,11 +39,14 @@ class ProtocolError(Exception):
 _BINDING = {"global": "string", "functions": ("list", "string")}
 _LIMITS = {"maxLogBytes": "int", "maxValueBytes": "int", "maxFrameBytes": "int"}
 _PROGRAM_ERROR = {"name": "string", "message": "string", "stack": "string"}
+_EGRESS = {"ca": "string", "window": "int"}
+BOTH_WAYS = "both"
 _MESSAGES = {
     "hello": (RUNNER_TO_HOST, {"type": "string", "version": "int", "language": "string", "runner": "string"}),
     "run": (HOST_TO_RUNNER, {
         "type": "string", "version": "int", "program": "string", "sourceMap": "string",
         "bindings": ("list", ("object", _BINDING)), "limits": ("object", _LIMITS),
+        "egress": ("pointer", _EGRESS),
     }),
     "call": (RUNNER_TO_HOST, {"type": "string", "id": "int", "global": "string", "name": "string", "args": "raw"}),
     "result": (HOST_TO_RUNNER, {"type": "string", "id": "int", "ok": "bool", "value": "raw", "message": "string"}),
@@ -52,6 +55,13 @@ _MESSAGES = {
         "type": "string", "ok": "bool", "value": "raw", "valueKind": "string", "truncated": "bool",
         "error": ("pointer", _PROGRAM_ERROR),
     }),
+    # Egress streams (portproto.go): data is base64 text here, decoded by
+    # the egress module.
+    "open": (RUNNER_TO_HOST, {"type": "string", "stream": "int", "host": "string", "port": "int"}),
+    "opened": (HOST_TO_RUNNER, {"type": "string", "stream": "int", "ok": "bool", "message": "string"}),
+    "data": (BOTH_WAYS, {"type": "string", "stream": "int", "data": "string"}),
+    "ack": (HOST_TO_RUNNER, {"type": "string", "stream": "int", "bytes": "int"}),
+    "close": (BOTH_WAYS, {"type": "string", "stream": "int", "message": "string"}),
 }
 
 
@@ -190,6 +200,19 @@ def _validate(m):
         lim = m["limits"]
         if lim["maxFrameBytes"] < MIN_FRAME_BYTES or lim["maxLogBytes"] < 0 or lim["maxValueBytes"] < 0:
             raise bad("run: limits out of range")
+        if "egress" in m and m["egress"]["window"] < 1:
+            raise bad("run: egress window must be positive")
+    elif t in ("open", "opened", "data", "ack", "close"):
+        _check_id(m["stream"])
+        if t == "data" and m["data"] == "":
+            raise bad("data: carries at least one byte")
+        if t == "open":
+            if not 1 <= _utf8_len(m["host"]) <= 255:
+                raise bad("open: host must be 1..255 bytes")
+            if not 1 <= m["port"] <= 65535:
+                raise bad(f"open: port {m['port']} out of range 1..65535")
+        if t == "ack" and m["bytes"] < 1:
+            raise bad("ack: bytes must be positive")
     elif t == "call":
         _check_id(m["id"])
         _check_global("call: global", m["global"])
@@ -276,7 +299,7 @@ def decode_frame(direction, frame, max_frame=0):
     if typ not in _MESSAGES:
         raise ProtocolError("bad-type", f"unknown message type {json.dumps(_truncate(typ))}")
     sender, fields = _MESSAGES[typ]
-    if sender != direction:
+    if sender != direction and sender != BOTH_WAYS:
         raise ProtocolError("bad-type", f'"{typ}" is not a {direction} message')
     msg = _decode_object(fields, obj, typ)
     _validate(msg)

@@ -356,6 +356,7 @@ class Runner:
         self._logs_closed = False
         self._captures = []
         self._pid = os.getpid()
+        self.egress = None  # an Egress for a run with egress
 
     # -- transport
 
@@ -412,6 +413,11 @@ class Runner:
                 continue
             if msg["type"] == "run":
                 self.violation("a second run frame")
+            if msg["type"] != "result":
+                if self.egress is None:
+                    self.violation(f"a {msg['type']} frame in a run without egress")
+                self.egress.on_frame(msg)
+                continue
             with self._calls_lock:
                 entry = self._outstanding.pop(msg["id"], None)
             if entry is None:
@@ -529,6 +535,14 @@ class Runner:
     def run(self, run):
         """Run the program of the run frame, send done and exit."""
         self.limits = run["limits"]
+        if "egress" in run:
+            from .egress import Egress
+
+            try:
+                self.egress = Egress(self.send, run["egress"], self.limits["maxFrameBytes"])
+            except Exception as e:
+                self.state = "running"
+                self.finish(fallback_frame("egress proxy", e, self.limits))
         program = run["program"]
         lines = program.splitlines(True)
         if lines and not lines[-1].endswith("\n"):

@@ -1,0 +1,25 @@
+// Package egress is the host end of a run's egress: a CONNECT proxy that
+// lets a program reach a few allowlisted names while its container keeps
+// network "none".
+//
+// The runner inside the container listens on loopback and points
+// HTTP_PROXY / HTTPS_PROXY at itself; each CONNECT it accepts travels to
+// the host as a stream multiplexed in the run's bridge connection
+// (portproto's open / opened / data / ack / close frames). The host side,
+// this package, decides every connection itself:
+//
+//   - the target must match the allowlist (`host:port`, `*.domain:port`);
+//     a raw IP address is never a target;
+//   - the host resolves the name itself (a Resolver, replaceable for
+//     tests) and refuses when any resolved address is private, loopback,
+//     link-local (cloud metadata included), CGNAT, multicast, unspecified
+//     or otherwise reserved, unless the policy names it in AllowPrivate;
+//   - it dials the exact address it checked, so a second DNS answer
+//     (rebinding) is never consulted;
+//   - bytes (both directions together) and connections are capped per run;
+//   - every connection, refused ones included, ends as one Event.
+//
+// A Policy is compiled once from a Config (the operator's); a request may
+// Narrow its allowlist, never widen it. Each run gets its own Session,
+// which holds the run's counters.
+package egress

@@ -1,0 +1,108 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/registry/registrytest"
+	"github.com/dsh-container/dsh-container/server"
+)
+
+// egressRuntime is the in-memory runtime with an egress allowlist a
+// request may narrow: a server.EgressRuntime.
+type egressRuntime struct {
+	*registrytest.Runtime
+	allow []string
+
+	mu  sync.Mutex
+	got [][]string
+}
+
+func (r *egressRuntime) CheckEgress(allow []string) error {
+	for _, a := range allow {
+		if !slices.Contains(r.allow, a) {
+			return fmt.Errorf("allow %q is not within the server's allowlist: a request may narrow egress, never widen it", a)
+		}
+	}
+	return nil
+}
+
+func (r *egressRuntime) HasEgress() bool { return true }
+
+func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _ server.Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error) {
+	r.mu.Lock()
+	r.got = append(r.got, allow)
+	r.mu.Unlock()
+	onEvent(json.RawMessage(`{"type":"egress","host":"api.github.com","port":443,"outcome":"ok"}`))
+	return r.Runtime.Run(ctx, req)
+}
+
+func TestRequestEgress(t *testing.T) {
+	py := &egressRuntime{Runtime: registrytest.New(backend.Python), allow: []string{"api.github.com:443", "a.example.com:443"}}
+	t.Cleanup(func() { py.Close(context.Background()) })
+	ts := registrytest.New(backend.TypeScript)
+	t.Cleanup(func() { ts.Close(context.Background()) })
+	srv, err := server.New(server.WithRuntime(py), server.WithRuntime(ts), server.WithTools(echoTool), server.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{srv: srv}
+	for _, c := range []struct {
+		egress string
+		status int
+		want   string
+	}{
+		{`{"allow":["api.github.com:443"]}`, 200, ""},
+		{`null`, 200, ""},
+		{`{"allow":["evil.org:443"]}`, 400, `allow "evil.org:443" is not within the server's allowlist`},
+		{`{"allow":[]}`, 400, "egress.allow must list at least one"},
+		{`{"allow":["a.example.com:443"],"maxBytes":5}`, 400, `unknown field "maxBytes"`},
+		{`["api.github.com:443"]`, 400, "egress must be an object"},
+	} {
+		rec := f.do(t, http.MethodPost, "/v1/run", `{"language":"python","code":"return 1","egress":`+c.egress+`}`)
+		var body struct{ Error string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		if rec.Code != c.status || !strings.Contains(body.Error, c.want) {
+			t.Errorf("egress %s: %d %s, want %d %q", c.egress, rec.Code, rec.Body.String(), c.status, c.want)
+		}
+	}
+	py.mu.Lock()
+	got := py.got
+	py.mu.Unlock()
+	// Every run of an egress runtime goes through RunEgress: the narrowed
+	// one with its list, the other with the server's (nil).
+	if len(got) != 2 || !slices.Equal(got[0], []string{"api.github.com:443"}) || got[1] != nil {
+		t.Fatalf("the runtime got %v", got)
+	}
+	rec := f.do(t, http.MethodPost, "/v1/run", `{"language":"python","code":"return 1"}`)
+	var resp server.RunResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || len(resp.EgressEvents) != 1 || !strings.Contains(string(resp.EgressEvents[0]), `"type":"egress"`) {
+		t.Fatalf("response %s: egress events missing", rec.Body.String())
+	}
+	// A runtime without egress refuses the key.
+	rec = f.do(t, http.MethodPost, "/v1/run", `{"language":"typescript","code":"return 1","egress":{"allow":["api.github.com:443"]}}`)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "offers no egress") {
+		t.Fatalf("egress on a runtime without it: %d %s", rec.Code, rec.Body.String())
+	}
+}
+
+// A session's start frame takes "egress" like POST /v1/run.
+func TestSessionStartEgress(t *testing.T) {
+	sf := newSessionFixture(t)
+	p := sf.dial(t, nil)
+	st := start("python", "return 1")
+	st.Egress = json.RawMessage(`{"allow":["api.github.com:443"]}`)
+	p.send(st)
+	m, _ := p.expect(server.FrameRefused)
+	if m["status"] != 400.0 || !strings.Contains(m["error"].(string), "offers no egress") {
+		t.Fatalf("refused %v", m)
+	}
+	p.closed()
+}
