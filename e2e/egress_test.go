@@ -52,7 +52,7 @@ func newEgressServer(t *testing.T) *egressServer {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leafDER, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "api.egress.test"},
-		DNSNames:  []string{"api.egress.test", "private.egress.test", "other.egress.test"},
+		DNSNames:  []string{"api.egress.test", "private.egress.test", "other.egress.test", "localhost"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}, ca, &key.PublicKey, caKey)

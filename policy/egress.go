@@ -35,11 +35,16 @@ type Egress struct {
 	// resolve to ("10.1.2.3", "10.0.0.0/8"); any other such address is
 	// refused.
 	AllowPrivate []string `json:"allowPrivate,omitempty"`
+	// CAFile names a PEM file of extra certificate authorities the
+	// programs' HTTPS clients trust besides the system's (an enterprise
+	// or test CA). It reaches every run, pooled runners' included, in
+	// the run frame.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // parseEgress decodes and validates the egress section.
 func parseEgress(raw json.RawMessage) (*Egress, error) {
-	fields, err := object("egress", raw, "allow", "maxBytes", "maxConnections", "allowPrivate")
+	fields, err := object("egress", raw, "allow", "maxBytes", "maxConnections", "allowPrivate", "caFile")
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +67,11 @@ func parseEgress(raw json.RawMessage) (*Egress, error) {
 	if v, ok := fields["allowPrivate"]; ok {
 		if err := json.Unmarshal(v, &e.AllowPrivate); err != nil {
 			return nil, invalid("egress.allowPrivate", "must be an array of addresses or CIDR prefixes")
+		}
+	}
+	if v, ok := fields["caFile"]; ok {
+		if err := json.Unmarshal(v, &e.CAFile); err != nil || e.CAFile == "" {
+			return nil, invalid("egress.caFile", "must be the path of a PEM file")
 		}
 	}
 	if err := e.Validate(); err != nil {

@@ -24,6 +24,8 @@ func TestParseErrors(t *testing.T) {
 		{"invalid json", `{"default":`, "not lossless JSON"},
 		{"duplicate key", `{"default":"allow","default":"deny"}`, "duplicate"},
 		{"unknown top field", `{"defualt":"allow"}`, `unknown field "defualt"`},
+		{"egress caFile empty", `{"egress":{"allow":["a.example:443"],"caFile":""}}`, `egress.caFile: must be the path of a PEM file`},
+		{"egress caFile not string", `{"egress":{"allow":["a.example:443"],"caFile":1}}`, `egress.caFile: must be the path of a PEM file`},
 		{"bad default", `{"default":"maybe"}`, `default: unknown action "maybe" (want allow, deny or ask)`},
 		{"default not string", `{"default":1}`, `default: must be a string`},
 		{"tools not object", `{"tools":[]}`, `tools: must be an object`},

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/policy"
 	"github.com/dsh-container/dsh-container/server"
 )
 
@@ -46,4 +51,50 @@ func (r limitedRuntime) RunEgress(ctx context.Context, req backend.RunRequest, l
 		})
 	}
 	return r.RunWith(ctx, req, container.RunOptions{Limits: runLimits(l), Egress: n})
+}
+
+// maxCAFileBytes bounds a policy's egress.caFile.
+const maxCAFileBytes = 1 << 20
+
+// egressOptions is container.WithEgress of a policy's egress section (none
+// without one): its allowlist, caps, private addresses and CA file. Each
+// connection of a run is logged.
+func egressOptions(p *policy.Policy, log *slog.Logger) ([]container.Option, error) {
+	if p == nil || p.Egress == nil {
+		return nil, nil
+	}
+	e := p.Egress
+	cfg := egress.Config{Allow: e.Allow, MaxBytes: e.MaxBytes, MaxConnections: e.MaxConnections, AllowPrivate: e.AllowPrivate,
+		OnEvent: func(ev egress.Event) {
+			log.Info("egress", "host", ev.Host, "port", ev.Port, "address", ev.Address, "outcome", ev.Outcome, "reason", ev.Reason,
+				"bytes_up", ev.BytesUp, "bytes_down", ev.BytesDown, "duration_ms", ev.DurationMs)
+		}}
+	if e.CAFile != "" {
+		ca, err := readCAFile(e.CAFile)
+		if err != nil {
+			return nil, usagef("--policy: egress.caFile: %v", err)
+		}
+		cfg.CAPEM = ca
+	}
+	ep, err := egress.New(cfg)
+	if err != nil {
+		return nil, usagef("--policy: %v", err)
+	}
+	return []container.Option{container.WithEgress(ep)}, nil
+}
+
+func readCAFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxCAFileBytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxCAFileBytes)
+	}
+	return string(b), nil
 }

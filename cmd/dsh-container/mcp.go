@@ -245,7 +245,11 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 		if err != nil {
 			return err
 		}
-		rt, err := container.New(drv,
+		eg, err := egressOptions(pol, log)
+		if err != nil {
+			return err
+		}
+		rt, err := container.New(drv, append([]container.Option{
 			container.WithLanguage(lang),
 			container.WithImage(tags[lang]),
 			container.WithLimits(limits),
@@ -254,7 +258,7 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 			container.WithPool(opts.Pool),
 			container.WithAdmission(opts.MaxRuns, opts.Queue),
 			container.WithLogger(log),
-		)
+		}, eg...)...)
 		if err != nil {
 			return err
 		}

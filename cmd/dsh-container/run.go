@@ -188,7 +188,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if err != nil {
 		return err
 	}
-	_, approvalOpts, closeApprover, err := runApprovalOptions(opts)
+	pol, approvalOpts, closeApprover, err := runApprovalOptions(opts)
 	if err != nil {
 		return err
 	}
@@ -220,14 +220,18 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	}
 	tag := tags[lang]
 
-	rt, err := container.New(drv,
+	eg, err := egressOptions(pol, log)
+	if err != nil {
+		return err
+	}
+	rt, err := container.New(drv, append([]container.Option{
 		container.WithLanguage(lang),
 		container.WithImage(tag),
 		container.WithLimits(limits),
 		container.WithOCIRuntime(opts.Runtime),
 		sc,
 		container.WithLogger(log),
-	)
+	}, eg...)...)
 	if err != nil {
 		return err
 	}

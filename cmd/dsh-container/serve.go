@@ -246,13 +246,17 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
 		server.WithRegistryOptions(append([]registry.Option{registry.WithSDK(view)}, opts.run.trace.registryOptions()...)...),
 		server.WithMetrics(metricsReg)}, svc.opts...)
+	eg, err := egressOptions(pol, log)
+	if err != nil {
+		return err
+	}
 	defName, extra, err := allowedRuntimes(drv.Capabilities(), opts.run.Runtime, allow)
 	if err != nil {
 		return err
 	}
 	for _, l := range langs {
 		newRuntime := func(oci string) (*container.Runtime, error) {
-			rt, err := container.New(drv,
+			rt, err := container.New(drv, append([]container.Option{
 				container.WithLanguage(l),
 				container.WithImage(tags[l]),
 				container.WithLimits(limits),
@@ -262,7 +266,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 				container.WithAdmission(opts.MaxRuns, opts.Queue),
 				container.WithLogger(log),
 				container.WithObserver(observer),
-			)
+			}, eg...)...)
 			if err == nil {
 				runtimes = append(runtimes, rt)
 			}
