@@ -112,11 +112,22 @@ var errNoApprover = errors.New("approval required, but no approver is configured
 
 // approve settles a guard's ask: the run's allowForRun memory, then the
 // Approver, under the approval timeout. A nil error allows the call.
-func (r *Registry) approve(ctx context.Context, exec Execution, ask *AskError) error {
+func (r *Registry) approve(ctx context.Context, exec Execution, ask *AskError) (err error) {
 	b := bridgeOf(ctx, exec)
 	if b != nil && b.allowedForRun(exec.Name) {
 		return nil
 	}
+	// The span's decision: deny unless set below; a time-out, an
+	// abandoned wait or a failing approver is also an error.
+	_, endSpan := StartApprovalSpan(ctx, exec)
+	decision, failed := string(DecisionDeny), false
+	defer func() {
+		if failed {
+			endSpan(decision, err)
+		} else {
+			endSpan(decision, nil)
+		}
+	}()
 	if r.cfg.approver == nil {
 		r.emitApproval(b, exec, DecisionDeny, errNoApprover.Error())
 		return fmt.Errorf("%w (%s)", errNoApprover, ask.Reason)
@@ -148,13 +159,16 @@ func (r *Registry) approve(ctx context.Context, exec Execution, ask *AskError) e
 	switch {
 	case ctx.Err() != nil:
 		// The call's run ended while it waited: no decision was made.
+		decision, failed = "abandoned", true
 		return fmt.Errorf("approval abandoned: %w", context.Cause(ctx))
 	case actx.Err() != nil:
 		// Out of time; an answer that raced the deadline does not count.
+		decision, failed = "timeout", true
 		reason := fmt.Sprintf("approval timed out after %v", timeout)
 		r.emitApproval(b, exec, DecisionDeny, reason)
 		return errors.New(reason)
 	case ans.err != nil:
+		failed = true
 		reason := "approver failed: " + ans.err.Error()
 		r.emitApproval(b, exec, DecisionDeny, reason)
 		return errors.New(reason)
@@ -177,6 +191,7 @@ func (r *Registry) approve(ctx context.Context, exec Execution, ask *AskError) e
 		r.emitApproval(b, exec, DecisionDeny, reason)
 		return errors.New(reason)
 	}
+	decision = string(ans.a.Decision)
 	r.emitApproval(b, exec, ans.a.Decision, ans.a.Reason)
 	return nil
 }

@@ -115,10 +115,10 @@ func endToolSpan(span trace.Span, payloads bool, sc *subCall, value json.RawMess
 	span.End()
 }
 
-// StartApprovalSpan is the hook for approvals (built separately): it
-// starts an "approval" span for exec's approval under ctx's span; the
-// returned function ends it with the decision ("approved", "denied",
-// "timeout"...) and the error, if any. Not wired yet.
+// StartApprovalSpan starts an "approval" span for exec's approval under
+// ctx's span (approval.go); the returned function ends it with the
+// decision ("allow", "deny", "allowForRun", "timeout", "abandoned") and
+// the error, if any.
 func StartApprovalSpan(ctx context.Context, exec Execution) (context.Context, func(decision string, err error)) {
 	ctx, span := tracer().Start(ctx, SpanApproval, trace.WithAttributes(
 		AttrToolName.String(exec.Name), AttrCallID.String(exec.CallID)))

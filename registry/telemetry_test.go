@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -107,4 +108,42 @@ func attrString(as []attribute.KeyValue, key string) string {
 		}
 	}
 	return ""
+}
+
+// Each approval is an "approval" span with its decision; a time-out is
+// also an error.
+func TestApprovalSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	prev := otel.GetTracerProvider()
+	otel.SetTracerProvider(tp)
+	t.Cleanup(func() { otel.SetTracerProvider(prev) })
+
+	ap := &scripted{answers: map[string]Approval{"a": {Decision: DecisionAllow}, "b": {Decision: DecisionDeny, Reason: "no"}}}
+	r := newReg(t, WithGuard(askAll), WithApprover(ap))
+	mustRegister(t, r, echoTool("a"), echoTool("b"))
+	r.Execute(context.Background(), Call{ID: "n1", Name: "a"})
+	r.Execute(context.Background(), Call{ID: "n2", Name: "b"})
+	slow := &scripted{block: make(chan struct{})}
+	defer close(slow.block)
+	r2 := newReg(t, WithGuard(askAll), WithApprover(slow), WithApprovalTimeout(20*time.Millisecond))
+	mustRegister(t, r2, echoTool("a"))
+	r2.Execute(context.Background(), Call{ID: "n3", Name: "a"})
+
+	var got []string
+	for _, s := range exp.GetSpans() {
+		if s.Name != SpanApproval {
+			continue
+		}
+		var d string
+		for _, kv := range s.Attributes {
+			if kv.Key == AttrApprovalDecision {
+				d = kv.Value.AsString()
+			}
+		}
+		got = append(got, d+":"+s.Status.Code.String())
+	}
+	if want := "allow:Unset deny:Unset timeout:Error"; strings.Join(got, " ") != want {
+		t.Errorf("approval spans %q, want %q", strings.Join(got, " "), want)
+	}
 }

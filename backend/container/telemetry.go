@@ -193,7 +193,7 @@ func (m *frameMeter) counts() (inFrames, inBytes, outFrames, outBytes int64) {
 // StartEgressSpan is the hook for egress connections (the CONNECT proxy
 // tunnelled over the bridge, built separately): it starts an "egress" span
 // under the run's span in ctx; the returned function ends it with the
-// decision, the bytes each way and the error, if any. Not wired yet.
+// decision, the bytes each way and the error, if any (tunnels.go).
 func StartEgressSpan(ctx context.Context, host string, port int) (context.Context, func(allowed bool, bytesIn, bytesOut int64, err error)) {
 	ctx, span := tracer().Start(ctx, SpanEgress, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(AttrEgressHost.String(host), AttrEgressPort.Int(port)))

@@ -247,8 +247,15 @@ func (tu *tunnel) run(host string, port int) {
 	tu.mu.Unlock()
 	stop := context.AfterFunc(ctx, tu.abort)
 	defer stop()
+	_, endSpan := StartEgressSpan(ctx, host, port)
 	c, err := t.sess.Dial(ctx, host, port)
 	if err != nil {
+		var refused *egress.RefusedError
+		if errors.As(err, &refused) {
+			endSpan(false, 0, 0, nil)
+		} else {
+			endSpan(true, 0, 0, err)
+		}
 		tu.abort()
 		msg := err.Error()
 		var re *egress.RefusedError
@@ -258,6 +265,14 @@ func (tu *tunnel) run(host string, port int) {
 		sb.sendDirect(portproto.Opened{Type: portproto.TypeOpened, Stream: tu.id, Message: cutMessage(msg)})
 		return
 	}
+	defer func() {
+		up, down, problem := c.Result()
+		var err error
+		if problem != "" {
+			err = errors.New(problem)
+		}
+		endSpan(true, down, up, err)
+	}()
 	tu.mu.Lock()
 	tu.conn = c
 	tu.mu.Unlock()

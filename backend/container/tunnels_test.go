@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,6 +116,7 @@ func (r *fakeRunner) readHost() (portproto.Message, error) {
 }
 
 func TestEgressStreams(t *testing.T) {
+	exp, _ := inMemoryTracing(t)
 	up := newUpstream(t, true)
 	var (
 		mu     sync.Mutex
@@ -196,6 +198,35 @@ func TestEgressStreams(t *testing.T) {
 	}
 	rt.Close(context.Background())
 	d.checkNoLeaks(t, dir)
+	// One egress span per connection, under the program's span: the
+	// refused one has error status, the echo carried 4 bytes each way.
+	var spans []string
+	for _, sp := range exp.GetSpans() {
+		if sp.Name != SpanEgress {
+			continue
+		}
+		var host string
+		var allowed bool
+		var in, out int64
+		for _, kv := range sp.Attributes {
+			switch kv.Key {
+			case AttrEgressHost:
+				host = kv.Value.AsString()
+			case AttrEgressAllowed:
+				allowed = kv.Value.AsBool()
+			case AttrEgressBytesIn:
+				in = kv.Value.AsInt64()
+			case AttrEgressBytesOut:
+				out = kv.Value.AsInt64()
+			}
+		}
+		spans = append(spans, fmt.Sprintf("%s allowed=%v in=%d out=%d %s", host, allowed, in, out, sp.Status.Code))
+	}
+	slices.Sort(spans)
+	joinedSpans := strings.Join(spans, "; ")
+	if len(spans) != 3 || !strings.Contains(joinedSpans, "nope.test allowed=false in=0 out=0 Error") || !strings.Contains(joinedSpans, "up.test allowed=true in=4 out=4 Unset") {
+		t.Errorf("egress spans: %s", joinedSpans)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if len(events) != 3 || events[0].Outcome != egress.OutcomeRefused {

@@ -674,6 +674,20 @@ func (c *Conn) noteBroken(err error) {
 	c.mu.Unlock()
 }
 
+// Result is the connection's bytes each way so far, and why it ended
+// badly ("" while it is fine): the byte cap, or a broken connection.
+func (c *Conn) Result() (up, down int64, problem string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.capped:
+		problem = fmt.Sprintf("the run's byte cap (%d) is reached", c.s.p.maxBytes)
+	case c.broken != "":
+		problem = c.broken
+	}
+	return c.ev.BytesUp, c.ev.BytesDown, problem
+}
+
 // Close closes the connection and reports its Event (once).
 func (c *Conn) Close() error {
 	err := c.Conn.Close()
