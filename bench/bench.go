@@ -507,22 +507,26 @@ func (t *target) warmAndRoundTrip(ctx context.Context, l backend.Language, o Opt
 		return err
 	}
 	var warmD []time.Duration
+	var trs traces
 	for i := 0; i < o.Runs; i++ {
 		waitIdle(warm, 2, 10*time.Second)
-		d, res, err := timeRun(ctx, warm, trivial(l), nil)
+		d, res, tr, err := timeTracedRun(ctx, warm, trivial(l), nil)
 		if err != nil {
 			closeRT(ctx, warm)
 			return err
 		}
 		if res.Stats.Warm {
 			warmD = append(warmD, d)
+			trs = append(trs, tr)
 		}
 	}
+	lr.WarmBreakdown = trs.breakdown()
 	lr.IdleMemory = idleMemory(ctx, warm, 2)
 	closeRT(ctx, warm)
 	lr.Warm = dist(warmD)
 	fmt.Fprintf(t.progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
 	fmt.Fprintf(t.progress, "%s idle pooled runner memory: %s\n", l, lr.IdleMemory)
+	fmt.Fprintf(t.progress, "%s warm breakdown: %s\n", l, lr.WarmBreakdown)
 
 	// Binding round trip, timed inside the program around each await, on
 	// a runtime without a pool so no refill competes with it.

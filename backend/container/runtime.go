@@ -243,6 +243,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 		return backend.RunResult{}, err
 	}
 	defer r.runs.Done()
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Start })
 
 	if len(req.Program) > r.opts.limits.ProgramBytes {
 		return backend.RunResult{Error: &backend.Failure{
@@ -280,6 +281,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 		return backend.RunResult{}, err
 	}
 
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Prepared })
 	startup := time.Now()
 	var sb *sandbox
 	warm := false
@@ -299,6 +301,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	}
 	log := r.log.With("run_id", sb.runID, "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Acquired })
 	res, err := sb.execute(ctx, prep, req, r.opts.limits, log)
 	if err != nil {
 		sb.stop()
@@ -316,6 +319,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunR
 	// between).
 	sb.stop()
 	res.Logs, res.LogsTruncated = sb.out.snapshot()
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Returned })
 	r.runs.Add(1)
 	go func() {
 		defer r.runs.Done()
