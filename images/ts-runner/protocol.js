@@ -46,6 +46,8 @@ class ProtocolError extends Error {
 const BINDING = { global: 'string', functions: { list: 'string' } };
 const LIMITS = { maxLogBytes: 'int', maxValueBytes: 'int', maxFrameBytes: 'int' };
 const PROGRAM_ERROR = { name: 'string', message: 'string', stack: 'string' };
+const TIMINGS = { compileUs: 'int', evaluateUs: 'int', renderUs: 'int' };
+const MAX_TIMING_US = 24 * 3600 * 1e6;
 const MESSAGES = {
   hello: { dir: RUNNER_TO_HOST, fields: { type: 'string', version: 'int', language: 'string', runner: 'string' } },
   run: {
@@ -60,7 +62,7 @@ const MESSAGES = {
   log: { dir: RUNNER_TO_HOST, fields: { type: 'string', source: 'string', level: 'string', text: 'string' } },
   done: {
     dir: RUNNER_TO_HOST,
-    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR } },
+    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR }, timings: { pointer: TIMINGS } },
   },
 };
 
@@ -270,6 +272,12 @@ function validateMessage(m) {
       }
       break;
     case 'done':
+      if (m.timings !== undefined) {
+        for (const k of ['compileUs', 'evaluateUs', 'renderUs']) {
+          const v = m.timings[k];
+          if (v < 0 || v > MAX_TIMING_US) throw bad(`done: timings: ${v} µs is out of range [0, ${MAX_TIMING_US}]`);
+        }
+      }
       if (m.ok) {
         if (m.error !== undefined) throw bad('done: ok done carries no error');
         if (m.valueKind === '') {
