@@ -196,7 +196,11 @@ func serveRawFloor(ctx context.Context, ln net.Listener) ([]byte, error) {
 		if n == 0 || n > maxFloorFrame {
 			return nil, fmt.Errorf("raw floor: a frame of %d bytes", n)
 		}
-		buf = append(append(buf[:0], hdr[:]...), make([]byte, n)...)
+		if cap(buf) < 4+int(n) {
+			buf = make([]byte, 4+int(n))
+		}
+		buf = buf[:4+int(n)]
+		copy(buf, hdr[:])
 		if _, err := io.ReadFull(c, buf[4:]); err != nil {
 			return nil, fmt.Errorf("raw floor: %w", err)
 		}
@@ -217,11 +221,19 @@ func serveLibraryFloor(ctx context.Context, ln net.Listener) ([]byte, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	// The first connection's outcome is the answer; any other is dropped
+	// rather than left blocked.
+	report := func(r result) {
+		select {
+		case done <- r:
+		default:
+		}
+	}
 	up := websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096}
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, err := up.Upgrade(w, r, nil)
 		if err != nil {
-			done <- result{err: err}
+			report(result{err: err})
 			return
 		}
 		defer c.Close()
@@ -229,15 +241,15 @@ func serveLibraryFloor(ctx context.Context, ln net.Listener) ([]byte, error) {
 		for {
 			mt, b, err := c.ReadMessage()
 			if err != nil {
-				done <- result{err: fmt.Errorf("library floor: %w", err)}
+				report(result{err: fmt.Errorf("library floor: %w", err)})
 				return
 			}
 			if len(b) > 0 && b[0] == '[' {
-				done <- result{b: b}
+				report(result{b: b})
 				return
 			}
 			if err := c.WriteMessage(mt, b); err != nil {
-				done <- result{err: fmt.Errorf("library floor: %w", err)}
+				report(result{err: fmt.Errorf("library floor: %w", err)})
 				return
 			}
 		}
