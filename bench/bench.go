@@ -162,6 +162,14 @@ type LangReport struct {
 	ColdStartup Dist `json:"coldStartup"`
 	Warm        Dist `json:"warm"`
 	RoundTrip   Dist `json:"bindingRoundTrip"`
+	// RawFloor and LibraryFloor are the round trip's floors (floor.go).
+	RawFloor     Dist        `json:"rawSocketFloor"`
+	LibraryFloor Dist        `json:"libraryFloor"`
+	FloorRatios  FloorRatios `json:"floorRatios"`
+	// IdleMemory is an idle pooled runner's cgroup memory (density.go).
+	IdleMemory *IdleMemory `json:"idleMemory,omitempty"`
+	// WarmBreakdown is where a warm run's time goes (breakdown.go).
+	WarmBreakdown *Breakdown `json:"warmBreakdown,omitempty"`
 }
 
 // Ratios are the targets of issue 7, computed from this invocation.
@@ -171,6 +179,8 @@ type Ratios struct {
 	SustainedOverChurn   float64 `json:"sustainedOverDaemonChurn"`
 	PythonColdOverTSCold float64 `json:"pythonColdOverTsCold"`
 	PythonWarmOverTSWarm float64 `json:"pythonWarmOverTsWarm"`
+	// WarmTSOverWarmPy is issue 17's (target ≤ 1.5).
+	WarmTSOverWarmPy float64 `json:"warmTsOverWarmPython"`
 }
 
 // Soak is the outcome of many consecutive runs.
@@ -298,6 +308,7 @@ func Run(ctx context.Context, targets []Target, o Options) (*Report, error) {
 			SustainedOverChurn:   ratio(dr.SustainedPerSec, dr.ChurnPerSec),
 			PythonColdOverTSCold: ratio(py.Cold.P50, ts.Cold.P50),
 			PythonWarmOverTSWarm: ratio(py.Warm.P50, ts.Warm.P50),
+			WarmTSOverWarmPy:     ratio(ts.Warm.P50, py.Warm.P50),
 		}
 	}
 	rep.Comparisons = compare(rep.Drivers)
@@ -410,6 +421,9 @@ func measure(ctx context.Context, ts []*target, o Options) error {
 			if err := t.warmAndRoundTrip(ctx, l, o); err != nil {
 				return fmt.Errorf("%s: %w", t.rep.Name, err)
 			}
+			if err := t.floors(ctx, l, o); err != nil {
+				return fmt.Errorf("%s: %w", t.rep.Name, err)
+			}
 		}
 	}
 	for _, t := range ts {
@@ -493,20 +507,26 @@ func (t *target) warmAndRoundTrip(ctx context.Context, l backend.Language, o Opt
 		return err
 	}
 	var warmD []time.Duration
+	var trs traces
 	for i := 0; i < o.Runs; i++ {
 		waitIdle(warm, 2, 10*time.Second)
-		d, res, err := timeRun(ctx, warm, trivial(l), nil)
+		d, res, tr, err := timeTracedRun(ctx, warm, trivial(l), nil)
 		if err != nil {
 			closeRT(ctx, warm)
 			return err
 		}
 		if res.Stats.Warm {
 			warmD = append(warmD, d)
+			trs = append(trs, tr)
 		}
 	}
+	lr.WarmBreakdown = trs.breakdown()
+	lr.IdleMemory = idleMemory(ctx, warm, 2)
 	closeRT(ctx, warm)
 	lr.Warm = dist(warmD)
 	fmt.Fprintf(t.progress, "%s warm: p50 %.1fms (%d of %d runs warm)\n", l, lr.Warm.P50, len(warmD), o.Runs)
+	fmt.Fprintf(t.progress, "%s idle pooled runner memory: %s\n", l, lr.IdleMemory)
+	fmt.Fprintf(t.progress, "%s warm breakdown: %s\n", l, lr.WarmBreakdown)
 
 	// Binding round trip, timed inside the program around each await, on
 	// a runtime without a pool so no refill competes with it.
@@ -781,6 +801,14 @@ func (r *Report) Text(w io.Writer) {
 		row(string(l)+"   of which startup", lang(l, func(x LangReport) Dist { return x.ColdStartup }))
 		row(string(l)+" warm-pool run", lang(l, func(x LangReport) Dist { return x.Warm }))
 		row(string(l)+" binding round trip", lang(l, func(x LangReport) Dist { return x.RoundTrip }))
+		row(string(l)+"   raw socket floor", lang(l, func(x LangReport) Dist { return x.RawFloor }))
+		row(string(l)+"   library floor", lang(l, func(x LangReport) Dist { return x.LibraryFloor }))
+		breakdownRows(w, r, l, row)
+		fmt.Fprintf(w, "%-36s", string(l)+" idle pooled runner memory")
+		for _, d := range r.Drivers {
+			fmt.Fprintf(w, " %28s", d.Languages[string(l)].IdleMemory)
+		}
+		fmt.Fprintln(w)
 	}
 	row("docker run --rm (same image)", func(d *DriverReport) Dist { return d.DockerRun })
 	rate := func(name string, get func(*DriverReport) float64) {
@@ -811,6 +839,7 @@ func (r *Report) Text(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; python cold / TS cold %.2f; python warm / TS warm %.2f\n", d.Ratios.PythonColdOverTSCold, d.Ratios.PythonWarmOverTSWarm)
 	}
+	issue17Ratios(w, r)
 	for _, c := range r.Comparisons {
 		fmt.Fprintf(w, "%s / %s: cold p50 TS %.2f, Python %.2f; warm p50 TS %.2f, Python %.2f; round trip p50 TS %.2f, Python %.2f; sustained cold runs/s %.2f\n",
 			c.Of, c.Over, c.ColdTS, c.ColdPy, c.WarmTS, c.WarmPy, c.RoundTripTS, c.RoundTripPy, c.SustainedCold)

@@ -189,7 +189,23 @@ type Done struct {
 	// Truncated reports the runner cut Value to Limits.MaxValueBytes.
 	Truncated bool          `json:"truncated,omitempty"`
 	Error     *ProgramError `json:"error,omitempty"`
+	// Timings are the runner's own account of the run, optional: the
+	// host uses them only to report where a run's time went (bench).
+	Timings *Timings `json:"timings,omitempty"`
 }
+
+// Timings are a runner's phase durations in microseconds: Compile from
+// the run frame's arrival to a callable program (source map, globals,
+// compilation), Evaluate from calling it to its outcome, Render turning
+// the outcome into the done frame.
+type Timings struct {
+	Compile  int64 `json:"compileUs"`
+	Evaluate int64 `json:"evaluateUs"`
+	Render   int64 `json:"renderUs"`
+}
+
+// MaxTimingUs bounds each of a done frame's timings (a day).
+const MaxTimingUs = 24 * 3600 * 1e6
 
 // ProgramError describes an exception the program raised.
 type ProgramError struct {
@@ -340,7 +356,7 @@ var fields = map[Type]map[string]bool{
 	TypeCall:   set("type", "id", "global", "name", "args"),
 	TypeResult: set("type", "id", "ok", "value", "message"),
 	TypeLog:    set("type", "source", "level", "text"),
-	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error"),
+	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error", "timings"),
 	TypeOpen:   set("type", "stream", "host", "port"),
 	TypeOpened: set("type", "stream", "ok", "message"),
 	TypeData:   set("type", "stream", "data"),
@@ -353,6 +369,7 @@ var (
 	limitFields   = set("maxLogBytes", "maxValueBytes", "maxFrameBytes")
 	errorFields   = set("name", "message", "stack")
 	egressFields  = set("ca", "window")
+	timingFields  = set("compileUs", "evaluateUs", "renderUs")
 )
 
 func checkKeys(t Type, prefix string, keys map[string]json.RawMessage, allowed map[string]bool) error {
@@ -405,6 +422,12 @@ func strictUnmarshal(members map[string]json.RawMessage, msg Message) error {
 		var perr map[string]json.RawMessage
 		if json.Unmarshal(members["error"], &perr) == nil {
 			if err := checkKeys(TypeDone, "error.", perr, errorFields); err != nil {
+				return err
+			}
+		}
+		var timings map[string]json.RawMessage
+		if json.Unmarshal(members["timings"], &timings) == nil {
+			if err := checkKeys(TypeDone, "timings.", timings, timingFields); err != nil {
 				return err
 			}
 		}
@@ -584,6 +607,13 @@ func validate(m Message) error {
 			return protoErr(CodeBadField, "log: source %q is not one of console, stdout, stderr", truncate(m.Source))
 		}
 	case *Done:
+		if t := m.Timings; t != nil {
+			for _, v := range []int64{t.Compile, t.Evaluate, t.Render} {
+				if v < 0 || v > MaxTimingUs {
+					return protoErr(CodeBadField, "done: timings: %d µs is out of range [0, %d]", v, int64(MaxTimingUs))
+				}
+			}
+		}
 		if m.OK {
 			if m.Error != nil {
 				return protoErr(CodeBadField, "done: ok done carries no error")

@@ -62,6 +62,7 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	p := tapeParser{src: raw}
+	p.tape.hint = len(raw)
 	root, err := p.value(0)
 	if err == nil {
 		if i := skipSpace(raw, p.pos); i < len(raw) {
@@ -113,13 +114,24 @@ type tapeParser struct {
 type tape struct {
 	chunks [][]tapeEntry
 	n      int
+	// hint bounds the entries: every value starts at a byte of its own
+	// (a scalar's text, a container's opening bracket), so a tape of an
+	// n-byte input holds at most n entries. The first chunk is sized to
+	// it, not to tapeChunk: a small argument object costs a few hundred
+	// bytes of tape, not 196 KiB. (The bound also means the first chunk
+	// never reallocates, so pointers from at stay valid.)
+	hint int
 }
 
 const tapeChunk = 1 << 14
 
 func (t *tape) add(e tapeEntry) int {
 	if t.n%tapeChunk == 0 {
-		t.chunks = append(t.chunks, make([]tapeEntry, 0, tapeChunk))
+		size := tapeChunk
+		if t.n == 0 && t.hint > 0 && t.hint < tapeChunk {
+			size = t.hint
+		}
+		t.chunks = append(t.chunks, make([]tapeEntry, 0, size))
 	}
 	c := &t.chunks[len(t.chunks)-1]
 	*c = append(*c, e)

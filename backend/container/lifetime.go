@@ -154,6 +154,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	primeMeters(ctx, r.driver, id)
 	sb.readyAt = time.Now()
 	return sb, nil
 }

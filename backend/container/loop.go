@@ -88,6 +88,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	// dispatcher writes binding results itself (see reply).
 	sb.startWriter(2*l.PendingCalls + 2)
 	sb.post(run)
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Sent })
 
 	var lastID int64
 	// One dispatcher invokes the run's bindings one at a time, in the
@@ -151,6 +152,8 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		case *portproto.Log:
 			sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
 		case *portproto.Done:
+			mark(ctx, func(t *RunTrace) *time.Time { return &t.Done })
+			traceRunner(ctx, m.Timings)
 			if !m.OK {
 				return finish(&backend.Failure{Kind: backend.FailureException, Message: describeError(m.Error)}), true
 			}

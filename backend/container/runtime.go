@@ -251,6 +251,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.Ru
 		out = res
 		return res
 	}
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Start })
 
 	if len(req.Program) > r.opts.limits.ProgramBytes {
 		return ret(backend.RunResult{Error: &backend.Failure{
@@ -290,6 +291,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.Ru
 		return backend.RunResult{}, err
 	}
 
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Prepared })
 	startup := time.Now()
 	actx, endAcquire := r.phase(ctx, SpanAcquire)
 	var sb *sandbox
@@ -318,6 +320,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.Ru
 	span.SetAttributes(AttrRunID.String(sb.runID), AttrPoolHit.Bool(warm))
 	log := r.log.With("run_id", sb.runID, "trace_id", traceID(ctx), "language", string(r.opts.language), "warm", warm)
 	ready := time.Now()
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Acquired })
 	sb.egress = r.opts.egress
 	xctx, endProgram := r.phase(backend.ContextWithRunID(ctx, sb.runID), SpanProgram)
 	res, err := sb.execute(xctx, prep, req, r.opts.limits, log)
@@ -342,6 +345,7 @@ func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.Ru
 	// between).
 	sb.stop()
 	res.Logs, res.LogsTruncated = sb.out.snapshot()
+	mark(ctx, func(t *RunTrace) *time.Time { return &t.Returned })
 	tctx, endTeardown := r.phase(ctx, SpanTeardown)
 	r.runs.Add(1)
 	go func() {

@@ -25,7 +25,12 @@ machine: cold runs (alternated with "docker run --rm" of the same image),
 warm-pool runs, the binding round trip per language, sustained runs per
 second with N clients against the daemon's own container churn rate with the
 same clients, a fresh-per-run Node worker_threads baseline (when node is on
-the host), and this process's memory. --soak N adds N consecutive runs and
+the host), and this process's memory. Per language it also measures the
+round trip's floors over the same kind of bind-mounted socket from the
+runner image (a raw length-prefixed ping-pong, and the runner's websocket
+library against a minimal gorilla echo), where a warm run's time goes
+(type-strip, acquire, send, compile, evaluate, render, return, settle) and
+an idle pooled runner's cgroup memory. --soak N adds N consecutive runs and
 checks nothing is left behind: any failure or leftover makes bench exit 1.
 
 --driver docker,containerd and --runtime runc,runsc measure every

@@ -113,6 +113,7 @@ function main(argv) {
   // The program's environment is exactly the host's fixed set (PATH, HOME,
   // LANG); Docker always adds HOSTNAME, so drop it.
   delete process.env.HOSTNAME;
+  require('./prewarm.js').prewarm(); // at pool time, not per run
   let WebSocket;
   let ws;
   try {

@@ -48,6 +48,8 @@ const LIMITS = { maxLogBytes: 'int', maxValueBytes: 'int', maxFrameBytes: 'int' 
 const PROGRAM_ERROR = { name: 'string', message: 'string', stack: 'string' };
 const EGRESS = { ca: 'string', window: 'int' };
 const BOTH_WAYS = 'both';
+const TIMINGS = { compileUs: 'int', evaluateUs: 'int', renderUs: 'int' };
+const MAX_TIMING_US = 24 * 3600 * 1e6;
 const MESSAGES = {
   hello: { dir: RUNNER_TO_HOST, fields: { type: 'string', version: 'int', language: 'string', runner: 'string' } },
   run: {
@@ -63,7 +65,7 @@ const MESSAGES = {
   log: { dir: RUNNER_TO_HOST, fields: { type: 'string', source: 'string', level: 'string', text: 'string' } },
   done: {
     dir: RUNNER_TO_HOST,
-    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR } },
+    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR }, timings: { pointer: TIMINGS } },
   },
   // Egress streams (portproto.go): data is base64 text here, decoded by
   // egress.js.
@@ -301,6 +303,12 @@ function validateMessage(m) {
       }
       break;
     case 'done':
+      if (m.timings !== undefined) {
+        for (const k of ['compileUs', 'evaluateUs', 'renderUs']) {
+          const v = m.timings[k];
+          if (v < 0 || v > MAX_TIMING_US) throw bad(`done: timings: ${v} µs is out of range [0, ${MAX_TIMING_US}]`);
+        }
+      }
       if (m.ok) {
         if (m.error !== undefined) throw bad('done: ok done carries no error');
         if (m.valueKind === '') {

@@ -56,6 +56,8 @@ const StringDecoderPrototypeWrite = uncurry(StringDecoder.prototype.write);
 const fsWriteSync = fs.writeSync;
 const { isPromise, isUint8Array } = util.types;
 const processExit = process.exit;
+const hrtimeBigint = process.hrtime.bigint;
+const NumberCtor = Number;
 const processNextTick = process.nextTick;
 const setTimeoutNative = setTimeout;
 // CallSite.prototype.toString, from a call site V8 hands prepareStackTrace.
@@ -293,6 +295,7 @@ class Runner {
 
   onMessage(data, isBinary) {
     if (this.phase === 'done') return;
+    const received = this.phase === 'await-run' ? hrtimeBigint() : 0n;
     if (isBinary) return this.fail('binary frame (the protocol uses text frames only)');
     let msg;
     try {
@@ -306,6 +309,7 @@ class Runner {
     }
     if (msg.type === 'run') {
       if (this.phase !== 'await-run') return this.fail('a second run frame');
+      this.timings = { received: received, compiled: 0n };
       this.start(msg);
       return;
     }
@@ -522,6 +526,7 @@ class Runner {
     } catch (err) {
       return this.finish(() => doneErrorFrame(err, this.limits));
     }
+    if (this.timings) this.timings.compiled = hrtimeBigint();
     let result;
     try {
       result = fn();
@@ -541,18 +546,35 @@ class Runner {
   // closes the socket and exits 0 once the frame is written.
   finish(render) {
     if (this.phase !== 'running') return;
+    const ended = hrtimeBigint();
     let frame;
     try {
       frame = render();
     } catch (err) {
       frame = errorFrame('Error', `runner: cannot render the outcome: ${thrownText(err)}`, '', this.limits);
     }
+    frame = withTimings(frame, this.timings, ended, this.limits);
     this.phase = 'done';
     this.ws.send(frame, () => {
       this.ws.close(1000);
       setTimeoutNative(() => realExit(0), CLOSE_GRACE_MS);
     });
   }
+}
+
+// withTimings adds the runner's own phase durations to the done frame (the
+// host reports where a run's time went): compile from the run frame's
+// arrival to a callable program, evaluate from calling it to its outcome,
+// render the outcome's frame. Left out when they would push the frame over
+// its limit.
+function withTimings(frame, t, ended, limits) {
+  if (!t || StringPrototypeSlice(frame, 0, 15) !== '{"type":"done",') return frame;
+  const us = (from, to) => (to > from ? NumberCtor((to - from) / 1000n) : 0);
+  const compiled = t.compiled || ended;
+  const extra = `"timings":{"compileUs":${us(t.received, compiled)},"evaluateUs":${us(compiled, ended)},"renderUs":${us(ended, hrtimeBigint())}},`;
+  const max = limits && limits.maxFrameBytes;
+  if (max && frame.length * 3 + extra.length > max && byteLength(frame) + extra.length > max) return frame;
+  return '{"type":"done",' + extra + StringPrototypeSlice(frame, 15);
 }
 
 // diag writes one line to the real stderr (not captured, not buffered).

@@ -41,6 +41,8 @@ _LIMITS = {"maxLogBytes": "int", "maxValueBytes": "int", "maxFrameBytes": "int"}
 _PROGRAM_ERROR = {"name": "string", "message": "string", "stack": "string"}
 _EGRESS = {"ca": "string", "window": "int"}
 BOTH_WAYS = "both"
+_TIMINGS = {"compileUs": "int", "evaluateUs": "int", "renderUs": "int"}
+MAX_TIMING_US = 24 * 3600 * 10**6
 _MESSAGES = {
     "hello": (RUNNER_TO_HOST, {"type": "string", "version": "int", "language": "string", "runner": "string"}),
     "run": (HOST_TO_RUNNER, {
@@ -53,7 +55,7 @@ _MESSAGES = {
     "log": (RUNNER_TO_HOST, {"type": "string", "source": "string", "level": "string", "text": "string"}),
     "done": (RUNNER_TO_HOST, {
         "type": "string", "ok": "bool", "value": "raw", "valueKind": "string", "truncated": "bool",
-        "error": ("pointer", _PROGRAM_ERROR),
+        "error": ("pointer", _PROGRAM_ERROR), "timings": ("pointer", _TIMINGS),
     }),
     # Egress streams (portproto.go): data is base64 text here, decoded by
     # the egress module.
@@ -235,6 +237,9 @@ def _validate(m):
         else:
             raise bad(f"log: source {json.dumps(_truncate(m['source']))} is not one of console, stdout, stderr")
     elif t == "done":
+        for v in (m.get("timings") or {}).values():
+            if not 0 <= v <= MAX_TIMING_US:
+                raise bad(f"done: timings: {v} µs is out of range [0, {MAX_TIMING_US}]")
         if m["ok"]:
             if "error" in m:
                 raise bad("done: ok done carries no error")

@@ -17,6 +17,7 @@ import operator
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 
@@ -38,6 +39,9 @@ from .values import (
     tool_args_json,
     valid_text,
 )
+
+# Captured before the program runs, which may replace time's functions.
+_perf_ns = time.perf_counter_ns
 
 EXIT_PROTOCOL = 71
 # A stdout/stderr line longer than this is sent without waiting for its end.
@@ -534,6 +538,7 @@ class Runner:
 
     def run(self, run):
         """Run the program of the run frame, send done and exit."""
+        self._t_received = _perf_ns()
         self.limits = run["limits"]
         if "egress" in run:
             from .egress import Egress
@@ -562,6 +567,7 @@ class Runner:
         os._exit = self.program_exit
         try:
             fn = compile_program(program, globals_)
+            self._t_compiled = _perf_ns()
         except BaseException as e:
             self.finish(self._render(done_error_frame, e))
         threading.Thread(target=self._read_results, name="dsh-bridge-reader", daemon=True).start()
@@ -580,10 +586,13 @@ class Runner:
         try:
             value = await fn()
         except SystemExit as e:
+            self._t_ended = _perf_ns()
             frame = self._render(done_exit_frame, e)
         except BaseException as e:
+            self._t_ended = _perf_ns()
             frame = self._render(done_error_frame, e)
         else:
+            self._t_ended = _perf_ns()
             frame = self._render(done_value_frame, value)
         self.finish(frame)
 
@@ -613,6 +622,26 @@ class Runner:
             stack = ""
         self.finish(error_frame("Exit", message, stack + f"Exit: {message}\n", self.limits))
 
+    def _with_timings(self, frame):
+        """The done frame with the runner's own phase durations (the host
+        reports where a run's time went): compile from the run frame to a
+        callable program, evaluate from calling it to its outcome, render
+        the outcome's frame. Left out when they would push the frame over
+        its limit."""
+        head = '{"type":"done",'
+        received = getattr(self, "_t_received", None)
+        if received is None or not frame.startswith(head):
+            return frame
+        now = _perf_ns()
+        ended = getattr(self, "_t_ended", None) or now
+        compiled = getattr(self, "_t_compiled", None) or ended
+        us = lambda a, b: max(0, (b - a) // 1000)  # noqa: E731
+        extra = f'"timings":{{"compileUs":{us(received, compiled)},"evaluateUs":{us(compiled, ended)},"renderUs":{us(ended, now)}}},'
+        limit = (self.limits or {}).get("maxFrameBytes") or 0
+        if limit and len(frame) * 4 + len(extra) > limit and len(frame.encode("utf-8", "surrogatepass")) + len(extra) > limit:
+            return frame
+        return head + extra + frame[len(head):]
+
     def finish(self, frame):
         """Send the done frame (once), close the socket and exit 0."""
         with self._finish_lock:
@@ -623,6 +652,10 @@ class Runner:
                     pass
             with self._log_lock, self._calls_lock:
                 self.state = "done"
+            try:
+                frame = self._with_timings(frame)
+            except Exception:
+                pass  # the timings are a measurement aid: the frame goes as it is
             self.send(frame)
             try:
                 self.ws.close()

@@ -43,7 +43,7 @@ def default_on_call(call, reply):
 class Outcome:
     def __init__(self):
         self.frames, self.logs, self.calls, self.violations, self.after_done = [], [], [], [], []
-        self.hello = self.done = self.exit_code = None
+        self.hello = self.done = self.exit_code = self.timings = None
         self.stderr = self.stdout = ""
 
 
@@ -88,6 +88,8 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
                     out.logs.append(json.loads(data))
                 elif msg["type"] == "done":
                     out.done = json.loads(data)
+                    # The runner's own timings vary run to run: kept apart.
+                    out.timings = out.done.pop("timings", None)
         except ConnectionClosed:
             pass
 
@@ -133,6 +135,9 @@ class RunnerTest(unittest.TestCase):
         out = host('return {"a": [1, "two", True, None], "n": 1.5, "s": "é😀"}')
         self.assertEqual(out.frames[0], '{"type":"hello","version":1,"language":"python","runner":"dsh-py-runner/1"}')
         self.assertEqual(self.ok(out), {"type": "done", "ok": True, "valueKind": "json", "value": {"a": [1, "two", True, None], "n": 1.5, "s": "é😀"}})
+        # The done frame carries the runner's phase durations, in µs.
+        self.assertEqual(sorted(out.timings), ["compileUs", "evaluateUs", "renderUs"])
+        self.assertTrue(all(isinstance(v, int) and 0 <= v < 60 * 10**6 for v in out.timings.values()), out.timings)
 
     def test_no_value_and_warm_pool_wait(self):
         none, null = hosts(dict(program="x = 1", run_delay=0.3), dict(program="import sys\nsys.exit()"))

@@ -97,6 +97,9 @@ async function host(opts) {
         out.logs.push(JSON.parse(text));
       } else if (msg.type === 'done') {
         out.done = JSON.parse(text);
+        // The runner's own timings vary run to run: kept apart.
+        out.timings = out.done.timings;
+        delete out.done.timings;
       }
     });
   });
@@ -136,6 +139,9 @@ describe('runner', { concurrency: 4 }, () => {
     assert.deepEqual(out.hello, { type: 'hello', version: 1, language: 'typescript', runner: 'dsh-ts-runner/1' });
     assert.equal(out.frames[0], '{"type":"hello","version":1,"language":"typescript","runner":"dsh-ts-runner/1"}');
     assert.deepEqual(ok(out), { type: 'done', ok: true, valueKind: 'json', value: { a: [1, 'two', true, null], n: 1.5, s: 'é😀' } });
+    // The done frame carries the runner's phase durations, in µs.
+    assert.deepEqual(Object.keys(out.timings).sort(), ['compileUs', 'evaluateUs', 'renderUs']);
+    for (const v of Object.values(out.timings)) assert.ok(Number.isInteger(v) && v >= 0 && v < 60e6, JSON.stringify(out.timings));
   });
 
   test('no value, null value, a warm-pool wait before the run frame', async () => {
