@@ -164,6 +164,10 @@ func TestEgressStreams(t *testing.T) {
 				trace = append(trace, "read: "+err.Error())
 				return ExitStatus{Code: 90}
 			}
+			// Stream 1's refusal may come after stream 2's echo.
+			if o, ok := m.(*portproto.Opened); ok {
+				trace = append(trace, fmt.Sprintf("opened %d %v %s", o.Stream, o.OK, o.Message))
+			}
 			if c, ok := m.(*portproto.Close); ok && c.Stream == 3 {
 				trace = append(trace, "closed 3: "+c.Message)
 				break
