@@ -24,7 +24,16 @@ type meter struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	last   time.Duration
+	// final takes stop's last sample (see stop); slow is set once a
+	// sample took longer than finalSample.
+	final func(context.Context) (time.Duration, error)
+	slow  bool
 }
+
+// finalSample bounds stop's last sample: a run shorter than computePoll
+// would otherwise report no CPU at all, and every run would miss what it
+// used after the last tick.
+const finalSample = 50 * time.Millisecond
 
 // meterLoss is how long CPU samples may fail in a row before the run is
 // stopped.
@@ -33,6 +42,10 @@ const meterLoss = 2 * time.Second
 func (sb *sandbox) startMeter(ctx context.Context, base, limit time.Duration) *meter {
 	ctx, cancel := context.WithCancel(ctx)
 	m := &meter{over: make(chan time.Duration, 1), lost: make(chan error, 1), cancel: cancel, done: make(chan struct{})}
+	m.final = func(ctx context.Context) (time.Duration, error) {
+		cpu, err := sb.cpu.CPUUsage(ctx, sb.id)
+		return cpu - base, err
+	}
 	go func() {
 		defer close(m.done)
 		t := time.NewTicker(computePoll)
@@ -48,8 +61,14 @@ func (sb *sandbox) startMeter(ctx context.Context, base, limit time.Duration) *m
 			// A sample that hangs counts as failed: it must not stop
 			// the meter from noticing that it has lost track.
 			sctx, scancel := context.WithTimeout(ctx, meterLoss)
+			began := time.Now()
 			cpu, err := sb.cpu.CPUUsage(sctx, sb.id)
 			scancel()
+			if time.Since(began) > finalSample {
+				m.mu.Lock()
+				m.slow = true
+				m.mu.Unlock()
+			}
 			if err != nil {
 				if ctx.Err() == nil && time.Since(lastOK) >= meterLoss {
 					m.lost <- err
@@ -81,6 +100,17 @@ func (m *meter) stop() time.Duration {
 	<-m.done
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// One last sample, where samples are cheap (cgroup files, containerd's
+	// metrics): what the program used since the last tick counts too.
+	if !m.slow && m.final != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), finalSample)
+		used, err := m.final(ctx)
+		cancel()
+		if err == nil && used > m.last {
+			m.last = used
+		}
+		m.final = nil
+	}
 	return m.last
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -767,4 +768,39 @@ func TestDoneRacingExit(t *testing.T) {
 		}
 		d.checkNoLeaks(t, dir)
 	}
+}
+
+// A run shorter than the meter's first tick still reports the CPU it
+// used: stop takes one last sample.
+func TestShortRunReportsCPU(t *testing.T) {
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		if _, err := r.handshake(); err != nil {
+			return ExitStatus{Code: 90}
+		}
+		r.send(done(`1`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	// Every sample reads 3 ms more than the baseline before it.
+	var mu sync.Mutex
+	var used time.Duration
+	d.cpu = func(time.Duration) time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		used += 3 * time.Millisecond
+		return used
+	}
+	rt, dir := newTestRuntime(t, d, nil)
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+	if err != nil || res.Error != nil {
+		t.Fatalf("%+v %v", res.Error, err)
+	}
+	if res.Stats.Wall >= computePoll {
+		t.Skipf("the run took %v, not shorter than a tick (%v): nothing to check", res.Stats.Wall, computePoll)
+	}
+	if res.Stats.CPU <= 0 {
+		t.Errorf("CPU %v for a run of %v, want > 0", res.Stats.CPU, res.Stats.Wall)
+	}
+	rt.Close(context.Background())
+	d.checkNoLeaks(t, dir)
 }
