@@ -193,19 +193,6 @@ func (t *tunnels) get(id int64) *tunnel {
 	return t.streams[id]
 }
 
-// closeAll ends every stream: the run settled.
-func (t *tunnels) closeAll() {
-	t.mu.Lock()
-	all := make([]*tunnel, 0, len(t.streams))
-	for _, tu := range t.streams {
-		all = append(all, tu)
-	}
-	t.mu.Unlock()
-	for _, tu := range all {
-		tu.abort()
-	}
-}
-
 func (tu *tunnel) signal() {
 	select {
 	case tu.wake <- struct{}{}:
