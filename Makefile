@@ -32,6 +32,10 @@ build: ## build bin/dsh-container
 images: deps build ## build the runner images offline (base from Debian packages), skipping current ones
 	$(BIN) images build
 
+.PHONY: containerd-images
+containerd-images: images ## put the runner images into containerd's namespace (imported from the Docker daemon; the containerd driver's tests use them)
+	$(BIN) images build --driver containerd
+
 .PHONY: sdk-check-image
 sdk-check-image: deps build ## build the test-only TypeScript/Python compiler image
 	$(BIN) images build --sdk-check
@@ -64,7 +68,7 @@ demo: images ## set up and run the demo: a program calling two host tools in a c
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
 .PHONY: test
-test: images sdk-check-image agent-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
+test: images containerd-images sdk-check-image agent-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
 	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 45m ./...
 
 .PHONY: unit
