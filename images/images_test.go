@@ -67,7 +67,7 @@ func TestBuildContextHoldsTheInputs(t *testing.T) {
 		}
 		names = append(names, h.Name)
 	}
-	if strings.Join(names, ",") != "Dockerfile,egress.js,main.js,protocol.js,runner.js,values.js" {
+	if strings.Join(names, ",") != "Dockerfile,egress.js,main.js,prewarm.js,protocol.js,runner.js,values.js" {
 		t.Fatalf("context %v", names)
 	}
 	py, err := Runners[1].files()
