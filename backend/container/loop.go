@@ -36,6 +36,11 @@ import (
 // execute sends the program and serves the run until it settles. It
 // returns an error, before the program is sent, only when the container's
 // CPU time cannot be read: a compute budget is never left unenforced.
+// maxBacklog bounds the replies a run's loop holds for a runner that is
+// not reading them yet (small frames: rejections, egress acks), ≈ 150
+// bytes each.
+const maxBacklog = 4096
+
 func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRequest, l Limits, log *slog.Logger) (backend.RunResult, error) {
 	bctx, cancel := context.WithTimeout(ctx, meterLoss)
 	base, err := sb.cpu.CPUUsage(bctx, sb.id)
@@ -84,7 +89,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	cpuMeter := sb.startMeter(ctx, base, l.ComputeTime)
 	defer cpuMeter.stop()
 	// Every frame the run loop sends goes through one writer goroutine, so
-	// the loop never blocks on a runner that stops reading (see held). The
+	// the loop never blocks on a runner that stops reading (see backlog). The
 	// dispatcher writes binding results itself (see reply).
 	sb.startWriter(2*l.PendingCalls + 2)
 	sb.post(run)
@@ -112,10 +117,20 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		}
 		return res
 	}
-	// held is a reply waiting for room in the outbox. While there is one
-	// the loop reads no frames: a runner that sends faster than it reads
-	// its replies is slowed down, never killed, and budgets keep running.
-	var held any
+	// backlog holds replies waiting for room in the outbox, oldest first.
+	// The loop keeps reading frames while it holds fewer than maxBacklog:
+	// a runner whose sends block its reads (Python's sync websockets holds
+	// one mutex for both) would otherwise deadlock with a loop that
+	// stopped reading while the runner stopped reading its replies. Past
+	// maxBacklog the loop reads no frames: a runner that sends far faster
+	// than it reads is slowed down, and budgets keep running.
+	var backlog []any
+	reply := func(r any) {
+		if len(backlog) == 0 && sb.post(r) {
+			return
+		}
+		backlog = append(backlog, r)
+	}
 	// handle applies one frame; it reports whether the run settled.
 	handle := func(fr frame) (backend.RunResult, bool) {
 		if fr.err != nil {
@@ -145,9 +160,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 				}
 			}
 			if reject != "" {
-				if r := (portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject}); !sb.post(r) {
-					held = r // the loop stops reading until it fits
-				}
+				reply(portproto.Result{Type: portproto.TypeResult, ID: m.ID, Message: reject})
 			}
 		case *portproto.Log:
 			sb.out.add(backend.LogEntry{Source: backend.LogSource(m.Source), Level: backend.LogLevel(m.Level), Text: m.Text})
@@ -170,12 +183,12 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 			if tun == nil {
 				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("runner broke protocol: a %s frame in a run without egress", m.MessageType())}), true
 			}
-			reply, fail := tun.handle(m)
+			r, fail := tun.handle(m)
 			if fail != "" {
 				return finish(&backend.Failure{Kind: backend.FailureExit, Message: fail}), true
 			}
-			if reply != nil && !sb.post(reply) {
-				held = reply
+			if r != nil {
+				reply(r)
 			}
 		}
 		return backend.RunResult{}, false
@@ -184,16 +197,21 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	serve := func() backend.RunResult {
 		for {
 			in, out := sb.peer.frames, chan<- any(nil)
-			if held != nil {
-				in, out = nil, sb.outbox
+			var next any
+			if len(backlog) > 0 {
+				out, next = sb.outbox, backlog[0]
+			}
+			if len(backlog) >= maxBacklog {
+				in = nil
 			}
 			select {
 			case fr := <-in:
 				if r, settled := handle(fr); settled {
 					return r
 				}
-			case out <- held:
-				held = nil
+			case out <- next:
+				backlog[0] = nil
+				backlog = backlog[1:]
 			case err := <-sb.writeFailed:
 				if isTimeout(err) {
 					return finish(&backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner stopped reading from the bridge (a write waited %v)", writeTimeout)})
