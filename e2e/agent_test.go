@@ -17,7 +17,9 @@ import (
 	"time"
 
 	containerdclient "github.com/containerd/containerd"
+	"github.com/containerd/containerd/images"
 	"github.com/containerd/containerd/namespaces"
+	"github.com/containerd/errdefs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -85,15 +87,23 @@ func TestKubernetesAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ccli.Close()
 	nctx := namespaces.WithNamespace(ctx, ns)
+	// The namespace goes at the end, with its images, their content and
+	// snapshots (a synchronous delete runs containerd's collector).
 	t.Cleanup(func() {
-		if imgs, err := ccli.ImageService().List(nctx); err == nil {
-			for _, im := range imgs {
-				ccli.ImageService().Delete(nctx, im.Name)
+		defer ccli.Close()
+		imgs, err := ccli.ImageService().List(nctx)
+		if err != nil {
+			t.Errorf("listing namespace %s's images: %v", ns, err)
+		}
+		for _, im := range imgs {
+			if err := ccli.ImageService().Delete(nctx, im.Name, images.SynchronousDelete()); err != nil {
+				t.Errorf("deleting %s: %v", im.Name, err)
 			}
 		}
-		ccli.NamespaceService().Delete(ctx, ns)
+		if err := ccli.NamespaceService().Delete(ctx, ns); err != nil && !errdefs.IsNotFound(err) {
+			t.Errorf("namespace %s is left: %v", ns, err)
+		}
 	})
 
 	// The Pod's volumes: the node's containerd socket and run folder at
