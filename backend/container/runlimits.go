@@ -90,10 +90,14 @@ func (r *Runtime) RunWithLimits(ctx context.Context, req backend.RunRequest, rl 
 	if err := r.enter(); err != nil {
 		return backend.RunResult{}, err
 	}
-	v := r.view(l)
+	return r.runOnView(ctx, r.view(l), req)
+}
+
+// runOnView runs req on v, a view of r the caller entered (r.enter). The
+// view's container is torn down in the background; the runtime counts the
+// run until then, and keeps what could not be removed.
+func (r *Runtime) runOnView(ctx context.Context, v *Runtime, req backend.RunRequest) (backend.RunResult, error) {
 	res, err := v.Run(ctx, req)
-	// The view's container is torn down in the background; the runtime
-	// counts the run until then, and keeps what could not be removed.
 	go func() {
 		v.runs.Wait()
 		v.orphans.mu.Lock()

@@ -72,19 +72,7 @@ func (r *Runtime) RunWith(ctx context.Context, req backend.RunRequest, o RunOpti
 	}
 	v := r.view(l)
 	v.opts.egress = o.Egress
-	res, err := v.Run(ctx, req)
-	go func() {
-		v.runs.Wait()
-		v.orphans.mu.Lock()
-		ids := v.orphans.ids
-		v.orphans.ids = nil
-		v.orphans.mu.Unlock()
-		for _, id := range ids {
-			r.orphans.add(id)
-		}
-		r.runs.Done()
-	}()
-	return res, err
+	return r.runOnView(ctx, v, req)
 }
 
 // tunnels are one run's egress streams.
