@@ -575,3 +575,44 @@ func TestRunCodeEventsAreBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCodeCancelledRunIsAnAbort: a run whose caller cancelled it is an
+// abort even when the runtime reports the program's exception — a
+// sub-call's context can be cancelled before the runtime's, its
+// rejection thrown, and the runtime not yet see its own context done
+// (the session test's flake: "0 aborted runs of 1"). A budget outcome
+// stays what it was, and a run that failed with its caller live stays
+// an exception.
+func TestRunCodeCancelledRunIsAnAbort(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		cancel bool
+		kind   backend.FailureKind
+		want   backend.FailureKind
+	}{
+		{"exception after cancel", true, backend.FailureException, backend.FailureAbort},
+		{"exit after cancel", true, backend.FailureExit, backend.FailureAbort},
+		{"timeout after cancel", true, backend.FailureTimeout, backend.FailureTimeout},
+		{"exception, caller live", false, backend.FailureException, backend.FailureException},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancelCause(t.Context())
+			defer cancel(nil)
+			rt := funcRuntime{lang: backend.Python, run: func(rctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+				if c.cancel {
+					cancel(errors.New("the client broke the protocol"))
+				}
+				return backend.RunResult{Error: &backend.Failure{Kind: c.kind, Message: "Error: tools.greet failed"}}, nil
+			}}
+			r := newReg(t, WithMode(ModeCode), WithRuntime(rt))
+			res := r.Execute(ctx, runCall("outer", "x"))
+			var failed *CodeRunFailedError
+			if !errors.As(res.Err, &failed) || failed.Kind != c.want {
+				t.Fatalf("res = %q (%v), want a %s CodeRunFailedError", res.Text(), res.Err, c.want)
+			}
+			if c.want == backend.FailureAbort && (!strings.Contains(failed.Message, "the client broke the protocol") || res.CodeRun.Error.Kind != backend.FailureAbort) {
+				t.Errorf("abort = %q, CodeRun kind %s: want the caller's cause, in the run result too", failed.Message, res.CodeRun.Error.Kind)
+			}
+		})
+	}
+}

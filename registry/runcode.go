@@ -77,6 +77,7 @@ func (r *Registry) runCode(ctx context.Context, exec Execution) Result {
 	if runErr != nil {
 		return errorResult(fmt.Errorf("%s: code runtime: %w", RunCode, runErr))
 	}
+	abortedByCaller(ctx, &runRes)
 	output := renderOutput(&runRes)
 	res := Result{CodeRun: &runRes}
 	if f := runRes.Error; f != nil {
@@ -130,3 +131,22 @@ var errRunSettled = errors.New("the run_code program has settled")
 // started: the run settled or was cancelled first, or the runtime had given
 // up on the call (its binding context was done) before invoking it.
 var ErrCallAbandoned = errors.New("tool call abandoned before it started")
+
+// abortedByCaller reports as an abort a run that failed after its caller
+// cancelled it. The program's sub-calls and the runtime hold sibling
+// contexts under the run's, and a cancelled context cancels its children
+// one at a time: a sub-call can see the cancellation, fail, and the
+// program throw, before the runtime's own context is marked done, and
+// the runtime then reports an exception. The caller cancelled the run, so
+// it was aborted whichever child heard first. Budget outcomes (time-outs,
+// compute, memory) are the program's own and stay as they are.
+func abortedByCaller(ctx context.Context, rr *backend.RunResult) {
+	f := rr.Error
+	if f == nil || ctx.Err() == nil {
+		return
+	}
+	switch f.Kind {
+	case backend.FailureException, backend.FailureExit:
+		rr.Error = &backend.Failure{Kind: backend.FailureAbort, Message: "run cancelled: " + context.Cause(ctx).Error()}
+	}
+}
