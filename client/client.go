@@ -67,6 +67,10 @@ type Request struct {
 	// Runtime names the OCI runtime (e.g. "runsc"), one the daemon allows
 	// (serve --allow-runtimes); empty runs under the daemon's default.
 	Runtime string `json:"runtime,omitempty"`
+	// Egress narrows the daemon's egress allowlist for this run
+	// ("host:port", "*.domain:port"), each entry within the daemon's; nil
+	// keeps the daemon's. A daemon without egress refuses it (400).
+	Egress []string `json:"-"`
 }
 
 // Limits lower the daemon's budgets for one run; zero keeps the daemon's.
@@ -227,6 +231,9 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 	}
 	if req.Runtime != "" {
 		start["runtime"] = req.Runtime
+	}
+	if req.Egress != nil {
+		start["egress"] = map[string][]string{"allow": req.Egress}
 	}
 	// A daemon that refuses at once (401) may have closed before the start
 	// frame arrives: its refused frame is still to be read.

@@ -52,6 +52,9 @@ type Report struct {
 	ValueTruncated bool              `json:"valueTruncated"`
 	Stats          Stats             `json:"stats"`
 	Events         []json.RawMessage `json:"events"`
+	// EgressEvents are the run's egress connections, one
+	// {"type":"egress",...} each; each also came as an event.
+	EgressEvents []json.RawMessage `json:"egressEvents,omitempty"`
 }
 
 // frame is one decoded daemon-to-client frame.

@@ -93,7 +93,7 @@ func runtimeWith(rt backend.Runtime, l Limits, allow []string, onEvent func(json
 	if !ok || !er.HasEgress() {
 		return runtimeFor(rt, l)
 	}
-	if onEvent == nil { // sessions: no frame carries egress events yet
+	if onEvent == nil {
 		onEvent = func(json.RawMessage) {}
 	}
 	return egressView{EgressRuntime: er, limits: l, allow: allow, onEvent: onEvent}

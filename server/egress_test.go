@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -105,4 +106,34 @@ func TestSessionStartEgress(t *testing.T) {
 		t.Fatalf("refused %v", m)
 	}
 	p.closed()
+}
+
+// A session's egress connections reach its client as event frames, as
+// they happen, and in the done report's egressEvents, like POST /v1/run's.
+func TestSessionEgressEvents(t *testing.T) {
+	py := &egressRuntime{Runtime: registrytest.New(backend.Python), allow: []string{"api.github.com:443"}}
+	t.Cleanup(func() { py.Close(context.Background()) })
+	srv, err := server.New(server.WithRuntime(py), server.WithTools(echoTool), server.WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := &sessionFixture{srv: srv, ts: httptest.NewServer(srv)}
+	t.Cleanup(sf.ts.Close)
+	p := sf.dial(t, nil)
+	st := start("python", "return 1")
+	st.Egress = json.RawMessage(`{"allow":["api.github.com:443"]}`)
+	p.send(st)
+	p.expect(server.FrameAccepted)
+	m, _ := p.expect(server.FrameEvent)
+	if ev, _ := m["event"].(map[string]any); ev["type"] != "egress" || ev["host"] != "api.github.com" || ev["outcome"] != "ok" {
+		t.Fatalf("event frame %v, want the egress connection", m)
+	}
+	m, _ = p.until(server.FrameDone)
+	rep, _ := m["report"].(map[string]any)
+	evs, _ := rep["egressEvents"].([]any)
+	if len(evs) != 1 || evs[0].(map[string]any)["type"] != "egress" {
+		t.Fatalf("done report %v, want one egress event", rep)
+	}
+	p.closed()
+	waitNoSessions(t, srv)
 }

@@ -199,6 +199,7 @@ type sessionRun struct {
 
 	mu     sync.Mutex
 	events []registry.Event
+	egress []json.RawMessage // the run's egress events
 }
 
 // readStart reads and decodes the first frame. It returns nil, nil when
@@ -284,7 +285,13 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 	ss.parent = run.id
 	run.reg = registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeWith(rt, limits, allow, nil)),
+		registry.WithRuntime(runtimeWith(rt, limits, allow, func(e json.RawMessage) {
+			// At most maxConnections+1 per run (the egress policy's bound).
+			run.mu.Lock()
+			run.egress = append(run.egress, e)
+			run.mu.Unlock()
+			ss.send(rawEventFrame{Type: FrameEvent, Event: e}, false)
+		})),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			run.mu.Lock()
@@ -591,7 +598,7 @@ func (ss *session) end(run *sessionRun, res registry.Result) {
 	cr := res.CodeRun
 	ss.s.metrics.observeRun(run.lang, ss.tenant.Name, cr)
 	run.mu.Lock()
-	out := RunResponse{ID: run.id, Report: backend.NewReport(cr), Events: run.events}
+	out := RunResponse{ID: run.id, Report: backend.NewReport(cr), Events: run.events, EgressEvents: run.egress}
 	run.mu.Unlock()
 	ss.log.Info("session run", "run_id", cr.Stats.RunID, "trace_id", cr.Stats.TraceID, "call_id", run.id, "language", string(run.lang), "outcome", outcome(cr),
 		"wall_ms", out.Stats.WallMs, "startup_ms", out.Stats.StartupMs, "calls", cr.Stats.Calls, "warm", cr.Stats.Warm)

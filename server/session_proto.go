@@ -119,10 +119,18 @@ type LogFrame struct {
 	backend.LogEntry
 }
 
-// EventFrame carries one tool/code-dispatch event as it happens.
+// EventFrame carries one registry event (tool/code-dispatch,
+// tool/approval) as it happens.
 type EventFrame struct {
 	Type  string         `json:"type"`
 	Event registry.Event `json:"event"`
+}
+
+// rawEventFrame is an event frame whose event is not the registry's: an
+// egress connection ({"type":"egress",...}).
+type rawEventFrame struct {
+	Type  string          `json:"type"`
+	Event json.RawMessage `json:"event"`
 }
 
 // CallFrame asks the client to run one of its tools.

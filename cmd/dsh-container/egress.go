@@ -58,8 +58,8 @@ const maxCAFileBytes = 1 << 20
 
 // egressOptions is container.WithEgress of a policy's egress section (none
 // without one): its allowlist, caps, private addresses and CA file. Each
-// connection of a run is logged.
-func egressOptions(p *policy.Policy, log *slog.Logger) ([]container.Option, error) {
+// connection of a run is logged, and given to events when it is not nil.
+func egressOptions(p *policy.Policy, log *slog.Logger, events func(egress.Event)) ([]container.Option, error) {
 	if p == nil || p.Egress == nil {
 		return nil, nil
 	}
@@ -68,6 +68,9 @@ func egressOptions(p *policy.Policy, log *slog.Logger) ([]container.Option, erro
 		OnEvent: func(ev egress.Event) {
 			log.Info("egress", "host", ev.Host, "port", ev.Port, "address", ev.Address, "outcome", ev.Outcome, "reason", ev.Reason,
 				"bytes_up", ev.BytesUp, "bytes_down", ev.BytesDown, "duration_ms", ev.DurationMs)
+			if events != nil {
+				events(ev)
+			}
 		}}
 	if e.CAFile != "" {
 		ca, err := readCAFile(e.CAFile)

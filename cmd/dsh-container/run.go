@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/go-units"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 	"github.com/dsh-container/dsh-container/registry"
 )
@@ -82,7 +84,7 @@ timeout, abort, oom, exit), 2 usage or environment error.`,
 	fl.StringVar(&opts.Tools, "tools", "", "tool manifest FILE (JSON: {\"tools\":[{name, description, inputSchema, command}]})")
 	fl.StringVar(&opts.Mode, "mode", string(registry.ModeCode), "tool presentation: code or both (native offers tools without running anything: serve and mcp take it)")
 	fl.BoolVar(&opts.JSON, "json", false, "print one JSON object {value, valueKind, logs, error, ...}")
-	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch (and tool/approval) event as one JSON line on stderr")
+	fl.BoolVar(&opts.Events, "events", false, "print each tool/code-dispatch, tool/approval and egress event as one JSON line on stderr")
 	fl.DurationVar(&opts.Wall, "wall-timeout", d.WallTime, "wall-clock budget of the program")
 	fl.DurationVar(&opts.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of the program (metered from the container's cgroup)")
 	fl.StringVar(&opts.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit (e.g. 256MiB, 1g); swap is disabled")
@@ -220,7 +222,23 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	}
 	tag := tags[lang]
 
-	eg, err := egressOptions(pol, log)
+	// --events: registry events and egress connections, one JSON line
+	// each on stderr; they come from different goroutines.
+	var printEvent func(any)
+	if opts.Events {
+		var mu sync.Mutex
+		enc := json.NewEncoder(f.stderr)
+		printEvent = func(v any) {
+			mu.Lock()
+			defer mu.Unlock()
+			_ = enc.Encode(v)
+		}
+	}
+	var egressEvents func(egress.Event)
+	if printEvent != nil {
+		egressEvents = func(e egress.Event) { printEvent(e) }
+	}
+	eg, err := egressOptions(pol, log, egressEvents)
 	if err != nil {
 		return err
 	}
@@ -243,9 +261,8 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 		registry.WithLogger(log),
 	}, opts.trace.registryOptions()...)
 	regOpts = append(regOpts, approvalOpts...)
-	if opts.Events {
-		enc := json.NewEncoder(f.stderr)
-		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { _ = enc.Encode(e) }))
+	if printEvent != nil {
+		regOpts = append(regOpts, registry.WithEventSink(func(e registry.Event) { printEvent(e) }))
 	}
 	if !opts.JSON {
 		// Human output streams the program's logs as they happen.

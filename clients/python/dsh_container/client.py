@@ -98,6 +98,7 @@ class Report:
         self.error = raw["error"]
         self.stats = raw["stats"]
         self.events = raw["events"] or []
+        self.egress_events = raw.get("egressEvents") or []
 
     @property
     def ok(self):
@@ -292,15 +293,15 @@ class Client:
 
     # -- sync ---------------------------------------------------------
 
-    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None, on_approval=None, runtime=None):
+    def run(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, timeout=None, on_approval=None, runtime=None, egress=None):
         """Run ``code`` and return its Report (see run_async). ``timeout``
         (seconds) aborts the run when it passes: the Report then says
         abort. Call it where no event loop runs."""
-        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval, runtime))
+        return asyncio.run(self._run_sync(language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval, runtime, egress))
 
-    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval=None, runtime=None):
+    async def _run_sync(self, language, code, tools, on_log, on_event, on_accepted, limits, id, timeout, on_approval=None, runtime=None, egress=None):
         holder = {}
-        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder=holder, on_approval=on_approval, runtime=runtime))
+        task = asyncio.ensure_future(self.run_async(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder=holder, on_approval=on_approval, runtime=runtime, egress=egress))
         if timeout is None:
             return await task
         done, _ = await asyncio.wait({task}, timeout=timeout)
@@ -317,7 +318,7 @@ class Client:
 
     # -- async --------------------------------------------------------
 
-    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, _abort_holder=None, on_approval=None, runtime=None):
+    async def run_async(self, language, code, tools=None, on_log=None, on_event=None, on_accepted=None, limits=None, id=None, _abort_holder=None, on_approval=None, runtime=None, egress=None):
         """Run ``code`` (a ``language`` program: "python" or "typescript")
         with ``tools`` (Tool objects, or a dict of name -> function)
         answered here; ``on_log(LogEntry)`` and ``on_event(dict)`` get the
@@ -325,6 +326,10 @@ class Client:
         ({"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"}).
         ``runtime`` names the OCI runtime (e.g. "runsc"), one the daemon
         allows (serve --allow-runtimes); None runs under its default.
+        ``egress`` (a list of "host:port" or "*.domain:port") narrows the
+        daemon's egress allowlist for this run; None keeps the daemon's.
+        Each connection is an ``{"type": "egress", ...}`` event, and the
+        Report's ``egress_events`` lists them.
 
         ``on_approval({"id", "tool", "args"})`` decides a call the server's
         policy asks about: it returns "allow", "deny", "allowForRun", or
@@ -340,7 +345,7 @@ class Client:
         attempt = 0
         while True:
             try:
-                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, on_approval, runtime)
+                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, on_approval, runtime, egress)
             except RefusedError as e:
                 if e.status != 429 or attempt >= self.max_retries:
                     raise
@@ -370,7 +375,7 @@ class Client:
                 raise RefusedError(status, str(e)) from None
             raise ConnectionError("dsh-container: connecting to %s: %s" % (self.url, e)) from e
 
-    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, on_approval=None, runtime=None):
+    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, on_approval=None, runtime=None, egress=None):
         by_name = {t.name: t for t in tools}
         ws = await self._connect()
         accepted = False
@@ -383,6 +388,8 @@ class Client:
                 start["id"] = id
             if runtime:
                 start["runtime"] = runtime
+            if egress is not None:
+                start["egress"] = {"allow": [egress] if isinstance(egress, str) else list(egress)}
             try:
                 await ws.send(json.dumps(start))
             except websockets.ConnectionClosed:

@@ -242,6 +242,11 @@ class Daemon(unittest.TestCase):
             self.client().run("python", "return 1", limits={"pids": 1 << 40})
         self.assertEqual(cm.exception.status, 400)
         self.assertIn("pids", cm.exception.message)
+        # egress= reaches the daemon as start's "egress"; this one has none.
+        with self.assertRaises(RefusedError) as cm:
+            self.client().run("python", "return 1", egress=["api.github.com:443"])
+        self.assertEqual(cm.exception.status, 400)
+        self.assertIn("offers no egress", cm.exception.message)
         if TOKEN:
             with self.assertRaises(RefusedError) as cm:
                 Client(URL, token="wrong").run("python", "return 1")
