@@ -93,6 +93,21 @@ return [ok, other]
 		checkEgressEvents(t, string(lang)+": session event frames", frames, s.port)
 		checkEgressEvents(t, string(lang)+": session report", rep.EgressEvents, s.port)
 	}
+	// serve logs each connection as JSON with the run's run_id and trace_id.
+	logged := 0
+	for _, line := range strings.Split(svc.stderr.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "egress" {
+			continue
+		}
+		if runID, _ := m["run_id"].(string); runID == "" || m["trace_id"] == nil || m["trace_id"] == "" {
+			t.Errorf("serve's egress log line without run_id or trace_id: %s", line)
+		}
+		logged++
+	}
+	if logged != 2*len(langs) {
+		t.Errorf("serve logged %d egress lines, want %d", logged, 2*len(langs))
+	}
 	// A session may not widen the server's allowlist.
 	_, err := svc.client("").Run(context.Background(), client.Request{Language: "python", Code: "return 1", Egress: []string{"example.com:443"}}, nil, client.Handlers{})
 	var rf *client.RefusedError

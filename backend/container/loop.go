@@ -77,7 +77,7 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 	defer sb.settle()
 	var tun *tunnels
 	if sb.egress != nil {
-		tun = newTunnels(sb, sb.egress, l.FrameBytes)
+		tun = newTunnels(ctx, sb, sb.egress, l.FrameBytes, log)
 		run.Egress = tun.runEgress()
 	}
 

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"sync"
 
@@ -103,7 +104,13 @@ type tunnel struct {
 	doneOnce   sync.Once
 }
 
-func newTunnels(sb *sandbox, p *egress.Policy, frameBytes int) *tunnels {
+// Each connection's event is logged on the run's logger (run_id,
+// trace_id) besides going to the policy's receivers.
+func newTunnels(ctx context.Context, sb *sandbox, p *egress.Policy, frameBytes int, log *slog.Logger) *tunnels {
+	p = p.WithEvents(func(ev egress.Event) {
+		log.InfoContext(ctx, "egress", "host", ev.Host, "port", ev.Port, "address", ev.Address, "outcome", ev.Outcome, "reason", ev.Reason,
+			"bytes_up", ev.BytesUp, "bytes_down", ev.BytesDown, "duration_ms", ev.DurationMs)
+	})
 	t := &tunnels{sb: sb, sess: p.Session(), streams: map[int64]*tunnel{}}
 	// A data frame's payload, base64-encoded with its envelope, fits the
 	// frame limit.

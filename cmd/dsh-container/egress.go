@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -58,20 +57,15 @@ const maxCAFileBytes = 1 << 20
 
 // egressOptions is container.WithEgress of a policy's egress section (none
 // without one): its allowlist, caps, private addresses and CA file. Each
-// connection of a run is logged, and given to events when it is not nil.
-func egressOptions(p *policy.Policy, log *slog.Logger, events func(egress.Event)) ([]container.Option, error) {
+// connection's event goes to events (nil: none); the runtime logs it with
+// its run.
+func egressOptions(p *policy.Policy, events func(egress.Event)) ([]container.Option, error) {
 	if p == nil || p.Egress == nil {
 		return nil, nil
 	}
 	e := p.Egress
 	cfg := egress.Config{Allow: e.Allow, MaxBytes: e.MaxBytes, MaxConnections: e.MaxConnections, AllowPrivate: e.AllowPrivate,
-		OnEvent: func(ev egress.Event) {
-			log.Info("egress", "host", ev.Host, "port", ev.Port, "address", ev.Address, "outcome", ev.Outcome, "reason", ev.Reason,
-				"bytes_up", ev.BytesUp, "bytes_down", ev.BytesDown, "duration_ms", ev.DurationMs)
-			if events != nil {
-				events(ev)
-			}
-		}}
+		OnEvent: events}
 	if e.CAFile != "" {
 		ca, err := readCAFile(e.CAFile)
 		if err != nil {

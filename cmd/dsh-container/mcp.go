@@ -245,7 +245,7 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 		if err != nil {
 			return err
 		}
-		eg, err := egressOptions(pol, log, nil)
+		eg, err := egressOptions(pol, nil)
 		if err != nil {
 			return err
 		}

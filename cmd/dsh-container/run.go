@@ -238,7 +238,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	if printEvent != nil {
 		egressEvents = func(e egress.Event) { printEvent(e) }
 	}
-	eg, err := egressOptions(pol, log, egressEvents)
+	eg, err := egressOptions(pol, egressEvents)
 	if err != nil {
 		return err
 	}

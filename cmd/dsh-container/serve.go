@@ -246,7 +246,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
 		server.WithRegistryOptions(append([]registry.Option{registry.WithSDK(view)}, opts.run.trace.registryOptions()...)...),
 		server.WithMetrics(metricsReg)}, svc.opts...)
-	eg, err := egressOptions(pol, log, nil)
+	eg, err := egressOptions(pol, nil)
 	if err != nil {
 		return err
 	}
