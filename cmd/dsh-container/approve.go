@@ -5,7 +5,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -193,4 +196,34 @@ func runApprovalOptions(opts *runOptions) (*policy.Policy, []registry.Option, fu
 		regOpts = append(regOpts, registry.WithGuard(askEverything))
 	}
 	return p, append(regOpts, registry.WithApprover(a)), func() { c.Close() }, nil
+}
+
+// warnUnknownPolicyTools logs a warning for each tool the policy names
+// that none of tools is (nor run_code, describe_tools): most likely a
+// typo, whose rules would never apply. Under serve a session's client may
+// still bring the tool, and the warning says so.
+func warnUnknownPolicyTools(log *slog.Logger, p *policy.Policy, tools []registry.Tool, sessions bool) {
+	if p == nil {
+		return
+	}
+	known := map[string]bool{registry.RunCode: true, registry.DescribeTools: true}
+	names := make([]string, 0, len(tools))
+	for _, t := range tools {
+		known[t.Name] = true
+		names = append(names, t.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Tools)) {
+		if known[name] {
+			continue
+		}
+		msg := "the policy names a tool no tool source provides: its rules never apply"
+		if sessions {
+			msg = "the policy names a tool no tool source provides: its rules apply only to sessions whose client brings it"
+		}
+		shown := names
+		if len(shown) > 20 {
+			shown = append(shown[:20:20], fmt.Sprintf("… (%d more)", len(names)-20))
+		}
+		log.Warn(msg, "tool", name, "known", strings.Join(shown, ","))
+	}
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dsh-container/dsh-container/policy"
 	"github.com/dsh-container/dsh-container/registry"
 )
 
@@ -115,5 +117,31 @@ func TestTTYApprover(t *testing.T) {
 	defer cancel()
 	if _, err := a.Approve(ctx, req); err == nil {
 		t.Error("an unanswered prompt returned no error")
+	}
+}
+
+// A policy naming a tool no source provides is accepted (a session may
+// bring it under serve) but warned about, naming it.
+func TestWarnUnknownPolicyTools(t *testing.T) {
+	p, err := policy.Parse([]byte(`{"tools":{"pusj":{"action":"deny"},"push":{"action":"ask"},"run_code":{"action":"allow"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []registry.Tool{{Name: "push"}, {Name: "fetch"}}
+	for _, sessions := range []bool{false, true} {
+		var buf bytes.Buffer
+		warnUnknownPolicyTools(slog.New(slog.NewTextHandler(&buf, nil)), p, tools, sessions)
+		out := buf.String()
+		if strings.Count(out, "level=WARN") != 1 || !strings.Contains(out, "tool=pusj") || !strings.Contains(out, "known=push,fetch") {
+			t.Errorf("sessions=%v: %q, want one warning naming pusj and the known tools", sessions, out)
+		}
+		if sessions != strings.Contains(out, "sessions whose client brings it") {
+			t.Errorf("sessions=%v: %q", sessions, out)
+		}
+	}
+	var buf bytes.Buffer
+	warnUnknownPolicyTools(slog.New(slog.NewTextHandler(&buf, nil)), nil, tools, false)
+	if buf.Len() != 0 {
+		t.Errorf("no policy: %q", buf.String())
 	}
 }

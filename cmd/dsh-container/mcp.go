@@ -231,6 +231,7 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 		return err
 	}
 	defer tools.Close()
+	warnUnknownPolicyTools(log, pol, tools.Tools(), false)
 
 	srvOpts := []mcp.Option{mcp.WithMode(mode), mcp.WithSDK(view), mcp.WithToolSource(tools), mcp.WithLogger(log), mcp.WithVersion(Version),
 		mcp.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...),

@@ -203,6 +203,7 @@ func runRun(ctx context.Context, f *factory, opts *runOptions) error {
 	tools := toolset.Tools()
 
 	log := f.logger()
+	warnUnknownPolicyTools(log, pol, tools, false)
 	tp, err := setupTracing(ctx, &opts.trace, log, false)
 	if err != nil {
 		return err

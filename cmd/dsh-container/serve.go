@@ -212,6 +212,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		return err
 	}
 	defer tools.Close()
+	warnUnknownPolicyTools(log, pol, tools.Tools(), true)
 
 	drv, err := f.connect(ctx)
 	if err != nil {
