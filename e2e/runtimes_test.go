@@ -183,3 +183,21 @@ func TestRequiredRuntimes(t *testing.T) {
 }
 
 func keys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// On a hybrid cgroup host with controllers in v2 (this CI machine), doctor
+// explains why crun cannot run here and what host set-up would make it
+// usable, whether or not crun is installed (issue 20, item 3).
+func TestDoctorExplainsCrunOnHybridCgroups(t *testing.T) {
+	testenv.UsesDaemon(t)
+	data, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
+	if err != nil || len(strings.Fields(string(data))) == 0 {
+		testenv.Unsupported(t, "not a hybrid cgroup host with controllers in v2 (%v): crun's refusal does not apply", err)
+	}
+	bin := buildCLI(t)
+	_, out := cliRun(t, bin, "doctor")
+	for _, want := range []string{"crun cannot run containers here", "hybrid", "systemd.unified_cgroup_hierarchy=1", strings.Fields(string(data))[0]} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor does not say %q:\n%s", want, out)
+		}
+	}
+}

@@ -104,14 +104,12 @@ func runDoctor(ctx context.Context, f *factory, tools string) error {
 		}
 	}
 
-	if _, crunRegistered := info.Runtimes["crun"]; info.CgroupVersion == "1" {
-		if _, err := exec.LookPath("crun"); crunRegistered || err == nil {
-			if ctrls := hybridV2Controllers(); len(ctrls) > 0 {
-				note("crun cannot run containers here: this host's cgroups are hybrid (v1, with v2 mounted at /sys/fs/cgroup/unified holding the %s controller(s)), which crun 1.8.1 refuses "+
-					"(\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\"), so .ci/run does not register it; for crun, boot with systemd.unified_cgroup_hierarchy=1 "+
-					"(cgroup v2 only: /sys/fs/cgroup a cgroup2 mount) and restart the engine, or mount those controllers as v1 hierarchies while no v2 group uses them; or use runc or runsc", strings.Join(ctrls, ", "))
-			}
-		}
+	// Whether or not crun is installed: an operator asking why it is
+	// missing learns it would not work here either, and what would.
+	if ctrls := hybridV2Controllers(); info.CgroupVersion == "1" && len(ctrls) > 0 {
+		note("crun cannot run containers here (installed or not): this host's cgroups are hybrid (v1, with v2 mounted at /sys/fs/cgroup/unified holding the %s controller(s)), which crun 1.8.1 refuses "+
+			"(\"cgroups in hybrid mode not supported, drop all controllers from cgroupv2\"), so .ci/run does not register it; for crun, boot with systemd.unified_cgroup_hierarchy=1 "+
+			"(cgroup v2 only: /sys/fs/cgroup a cgroup2 mount) and restart the engine, or mount those controllers as v1 hierarchies while no v2 group uses them; or use runc or runsc", strings.Join(ctrls, ", "))
 	}
 
 	refs, err := drv.ImageRefs(ctx)
