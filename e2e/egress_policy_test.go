@@ -47,74 +47,76 @@ except Exception as e:
 return [ok, other]
 `, s.port))
 	bin := buildCLI(t)
-	for _, lang := range langs {
-		ext := map[backend.Language]string{backend.TypeScript: "ts", backend.Python: "py"}[lang]
-		prog := filepath.Join(dir, "prog."+ext)
-		os.WriteFile(prog, []byte(progs[lang]), 0o644)
-		cmd := exec.Command(bin, "run", "--json", "--events", "--policy", pol, prog)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		var rep struct {
-			Value json.RawMessage
-			Error *struct{ Kind, Message string }
-		}
-		if err != nil || json.Unmarshal(out, &rep) != nil || rep.Error != nil {
-			t.Fatalf("%s: run --policy: %v %s", lang, err, out)
-		}
-		want := fmt.Sprintf(`["hello from localhost:%d","refused"]`, s.port)
-		var got bytes.Buffer
-		if json.Compact(&got, rep.Value) != nil || got.String() != want {
-			t.Errorf("%s: %s, want %s", lang, rep.Value, want)
-		}
-		// --events: each connection is an egress event line on stderr.
-		var evs []json.RawMessage
-		for _, line := range strings.Split(stderr.String(), "\n") {
-			if strings.HasPrefix(line, `{"type":"egress"`) {
-				evs = append(evs, json.RawMessage(line))
+	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
+		for _, lang := range langs {
+			ext := map[backend.Language]string{backend.TypeScript: "ts", backend.Python: "py"}[lang]
+			prog := filepath.Join(dir, "prog."+ext)
+			os.WriteFile(prog, []byte(progs[lang]), 0o644)
+			cmd := exec.Command(bin, append(append([]string{"run", "--json", "--events", "--policy", pol}, runtimeFlag(ociRuntime)...), prog)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			var rep struct {
+				Value json.RawMessage
+				Error *struct{ Kind, Message string }
 			}
+			if err != nil || json.Unmarshal(out, &rep) != nil || rep.Error != nil {
+				t.Fatalf("%s: run --policy: %v %s", lang, err, out)
+			}
+			want := fmt.Sprintf(`["hello from localhost:%d","refused"]`, s.port)
+			var got bytes.Buffer
+			if json.Compact(&got, rep.Value) != nil || got.String() != want {
+				t.Errorf("%s: %s, want %s", lang, rep.Value, want)
+			}
+			// --events: each connection is an egress event line on stderr.
+			var evs []json.RawMessage
+			for _, line := range strings.Split(stderr.String(), "\n") {
+				if strings.HasPrefix(line, `{"type":"egress"`) {
+					evs = append(evs, json.RawMessage(line))
+				}
+			}
+			checkEgressEvents(t, string(lang)+": run --events", evs, s.port)
 		}
-		checkEgressEvents(t, string(lang)+": run --events", evs, s.port)
-	}
-	s.waitClosed(t)
+		s.waitClosed(t)
 
-	// serve --policy: a session narrows the allowlist to the one name
-	// (Request.Egress) and gets each connection as an event frame and in
-	// the report's egressEvents.
-	svc := startService(t, nil, "--pool", "0", "--wall-timeout", "60s", "--policy", pol)
-	for _, lang := range langs {
-		var frames []json.RawMessage
-		rep, err := svc.client("").Run(context.Background(), client.Request{Language: string(lang), Code: progs[lang], Egress: []string{fmt.Sprintf("localhost:%d", s.port)}}, nil, client.Handlers{
-			Event: func(e json.RawMessage) { frames = append(frames, e) },
-		})
-		if err != nil || rep.Error != nil {
-			t.Fatalf("%s: session with egress: %v %+v", lang, err, rep)
+		// serve --policy: a session narrows the allowlist to the one name
+		// (Request.Egress) and gets each connection as an event frame and in
+		// the report's egressEvents.
+		svc := startService(t, nil, append([]string{"--pool", "0", "--wall-timeout", "60s", "--policy", pol}, runtimeFlag(ociRuntime)...)...)
+		for _, lang := range langs {
+			var frames []json.RawMessage
+			rep, err := svc.client("").Run(context.Background(), client.Request{Language: string(lang), Code: progs[lang], Egress: []string{fmt.Sprintf("localhost:%d", s.port)}}, nil, client.Handlers{
+				Event: func(e json.RawMessage) { frames = append(frames, e) },
+			})
+			if err != nil || rep.Error != nil {
+				t.Fatalf("%s: session with egress: %v %+v", lang, err, rep)
+			}
+			checkEgressEvents(t, string(lang)+": session event frames", frames, s.port)
+			checkEgressEvents(t, string(lang)+": session report", rep.EgressEvents, s.port)
 		}
-		checkEgressEvents(t, string(lang)+": session event frames", frames, s.port)
-		checkEgressEvents(t, string(lang)+": session report", rep.EgressEvents, s.port)
-	}
-	// serve logs each connection as JSON with the run's run_id and trace_id.
-	logged := 0
-	for _, line := range strings.Split(svc.stderr.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "egress" {
-			continue
+		// serve logs each connection as JSON with the run's run_id and trace_id.
+		logged := 0
+		for _, line := range strings.Split(svc.stderr.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(line), &m) != nil || m["msg"] != "egress" {
+				continue
+			}
+			if runID, _ := m["run_id"].(string); runID == "" || m["trace_id"] == nil || m["trace_id"] == "" {
+				t.Errorf("serve's egress log line without run_id or trace_id: %s", line)
+			}
+			logged++
 		}
-		if runID, _ := m["run_id"].(string); runID == "" || m["trace_id"] == nil || m["trace_id"] == "" {
-			t.Errorf("serve's egress log line without run_id or trace_id: %s", line)
+		if logged != 2*len(langs) {
+			t.Errorf("serve logged %d egress lines, want %d", logged, 2*len(langs))
 		}
-		logged++
-	}
-	if logged != 2*len(langs) {
-		t.Errorf("serve logged %d egress lines, want %d", logged, 2*len(langs))
-	}
-	// A session may not widen the server's allowlist.
-	_, err := svc.client("").Run(context.Background(), client.Request{Language: "python", Code: "return 1", Egress: []string{"example.com:443"}}, nil, client.Handlers{})
-	var rf *client.RefusedError
-	if !errors.As(err, &rf) || rf.Status != 400 || !strings.Contains(rf.Error(), "example.com:443") {
-		t.Errorf("widening in a session: %v, want a 400 naming the entry", err)
-	}
-	s.waitClosed(t)
+		// A session may not widen the server's allowlist.
+		_, err := svc.client("").Run(context.Background(), client.Request{Language: "python", Code: "return 1", Egress: []string{"example.com:443"}}, nil, client.Handlers{})
+		var rf *client.RefusedError
+		if !errors.As(err, &rf) || rf.Status != 400 || !strings.Contains(rf.Error(), "example.com:443") {
+			t.Errorf("widening in a session: %v, want a 400 naming the entry", err)
+		}
+		s.waitClosed(t)
+	})
 
 	// A policy whose CA file is missing is a usage error before any run.
 	os.WriteFile(pol, []byte(`{"egress":{"allow":["localhost:443"],"caFile":"/nonexistent/ca.pem"}}`), 0o644)

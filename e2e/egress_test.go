@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -244,169 +245,175 @@ func TestEgress(t *testing.T) {
 	}
 	srv := newEgressServer(t)
 	fetchOK, refused, capped := egressPrograms(srv.port)
-	for _, lang := range langs {
-		t.Run(string(lang), func(t *testing.T) {
-			for _, pooled := range []bool{false, true} {
-				name := "cold"
-				var opts []container.Option
-				if pooled {
-					name = "pooled"
-					opts = append(opts, container.WithPool(1))
-				}
-				t.Run(name, func(t *testing.T) {
-					e := newEnv(t, lang, nil, opts...)
+	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
+		var rtOpts []container.Option
+		if ociRuntime != "" {
+			rtOpts = append(rtOpts, container.WithOCIRuntime(ociRuntime))
+		}
+		for _, lang := range langs {
+			t.Run(string(lang), func(t *testing.T) {
+				for _, pooled := range []bool{false, true} {
+					name := "cold"
+					opts := slices.Clone(rtOpts)
 					if pooled {
-						waitEgressPool(t, e.rt)
+						name = "pooled"
+						opts = append(opts, container.WithPool(1))
 					}
+					t.Run(name, func(t *testing.T) {
+						e := newEnv(t, lang, nil, opts...)
+						if pooled {
+							waitEgressPool(t, e.rt)
+						}
+						log := &egressEvents{}
+						res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: fetchOK[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						outcome(t, lang, res, "fetch through egress")
+						got := decode[struct {
+							Status int
+							Text   string
+							Env    []string
+						}](t, res)
+						if got.Status != 200 || got.Text != fmt.Sprintf("hello from api.egress.test:%d", srv.port) {
+							t.Fatalf("got %+v", got)
+						}
+						if pooled && !res.Stats.Warm {
+							t.Fatal("the pooled case ran cold")
+						}
+						for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
+							if !containsString(got.Env, k) {
+								t.Fatalf("env %v lacks %s", got.Env, k)
+							}
+						}
+						srv.waitClosed(t)
+						evs := log.snapshot()
+						if len(evs) != 1 || evs[0].Outcome != egress.OutcomeOK || evs[0].Host != "api.egress.test" || evs[0].Address != "127.0.0.1" || evs[0].BytesUp == 0 || evs[0].BytesDown == 0 {
+							t.Fatalf("events %+v", evs)
+						}
+						t.Logf("egress event: %+v", evs[0])
+					})
+				}
+				t.Run("without egress", func(t *testing.T) {
+					e := newEnv(t, lang, nil, rtOpts...)
+					res := e.run(t, map[backend.Language]string{
+						backend.TypeScript: `return Object.keys(process.env).sort();`,
+						backend.Python:     "import os\nreturn sorted(os.environ)",
+					}[lang])
+					wantValue(t, res, `["HOME","LANG","PATH"]`)
+				})
+				t.Run("refused", func(t *testing.T) {
+					e := newEnv(t, lang, nil, rtOpts...)
 					log := &egressEvents{}
-					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: fetchOK[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: refused[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
 					if err != nil {
 						t.Fatal(err)
 					}
-					outcome(t, lang, res, "fetch through egress")
-					got := decode[struct {
-						Status int
-						Text   string
-						Env    []string
-					}](t, res)
-					if got.Status != 200 || got.Text != fmt.Sprintf("hello from api.egress.test:%d", srv.port) {
-						t.Fatalf("got %+v", got)
-					}
-					if pooled && !res.Stats.Warm {
-						t.Fatal("the pooled case ran cold")
-					}
-					for _, k := range []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"} {
-						if !containsString(got.Env, k) {
-							t.Fatalf("env %v lacks %s", got.Env, k)
+					outcome(t, lang, res, "refused cases")
+					got := decode[map[string]string](t, res)
+					t.Logf("%+v", got)
+					for _, k := range []string{"notListed", "rawIP", "private", "otherPort"} {
+						if !strings.HasPrefix(got[k], "refused: ") {
+							t.Errorf("%s: %q, want refused", k, got[k])
 						}
+					}
+					for _, k := range []string{"socketHost", "socketPublic"} {
+						if !strings.HasPrefix(got[k], "failed: ") {
+							t.Errorf("%s: %q, want a failed socket", k, got[k])
+						}
+					}
+					if lang == backend.TypeScript {
+						// undici hides the proxy's answer: the runner logs it.
+						var logs []string
+						for _, l := range res.Logs {
+							logs = append(logs, l.Text)
+						}
+						for _, want := range []string{"not on the egress allowlist", "raw IP", "private address"} {
+							if !strings.Contains(strings.Join(logs, "\n"), "egress refused: ") || !strings.Contains(strings.Join(logs, "\n"), want) {
+								t.Errorf("logs %q lack %q", logs, want)
+							}
+						}
+					}
+					if lang == backend.Python {
+						for k, want := range map[string]string{"notListed": "not on the egress allowlist", "rawIP": "raw IP", "private": "private address"} {
+							if !strings.Contains(got[k], want) {
+								t.Errorf("%s: %q lacks %q", k, got[k], want)
+							}
+						}
+					}
+					evs := log.snapshot()
+					reasons := map[string]bool{}
+					for _, ev := range evs {
+						if ev.Outcome != egress.OutcomeRefused {
+							t.Errorf("event %+v, want refused", ev)
+						}
+						for _, w := range []string{"not on the egress allowlist", "raw IP", "10.0.0.7, a private address"} {
+							if strings.Contains(ev.Reason, w) {
+								reasons[w] = true
+							}
+						}
+					}
+					if len(reasons) != 3 {
+						t.Errorf("events %+v lack a refusal reason (%v)", evs, reasons)
+					}
+					srv.waitClosed(t)
+				})
+				t.Run("abort while connected", func(t *testing.T) {
+					e := newEnv(t, lang, nil, rtOpts...)
+					log := &egressEvents{}
+					prog := map[backend.Language]string{
+						backend.TypeScript: fmt.Sprintf(`const r = await fetch("https://api.egress.test:%d/slow"); await r.text(); return "done";`, srv.port),
+						backend.Python:     fmt.Sprintf("import urllib.request\nwith urllib.request.urlopen(\"https://api.egress.test:%d/slow\", timeout=60) as r:\n    r.read()\nreturn 'done'", srv.port),
+					}[lang]
+					ctx, cancel := context.WithCancel(context.Background())
+					go func() {
+						// Cancel once the connection is up.
+						for ctx.Err() == nil {
+							srv.mu.Lock()
+							open := srv.open
+							srv.mu.Unlock()
+							if open > 0 {
+								time.Sleep(200 * time.Millisecond)
+								cancel()
+								return
+							}
+							time.Sleep(20 * time.Millisecond)
+						}
+					}()
+					res, err := e.rt.RunWith(ctx, backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					cancel()
+					if err != nil {
+						t.Fatal(err)
+					}
+					outcome(t, lang, res, "abort while connected")
+					wantFailure(t, res, backend.FailureAbort)
+					srv.waitClosed(t)
+					if evs := log.snapshot(); len(evs) != 1 || evs[0].Address != "127.0.0.1" {
+						t.Fatalf("events %+v", evs)
+					}
+				})
+				t.Run("byte cap", func(t *testing.T) {
+					e := newEnv(t, lang, nil, rtOpts...)
+					log := &egressEvents{}
+					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: capped[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 32<<10, log)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					outcome(t, lang, res, "byte cap")
+					got := decode[string](t, res)
+					t.Logf("%s", got)
+					if !strings.HasPrefix(got, "cut: ") {
+						t.Fatalf("got %q, want the response cut", got)
 					}
 					srv.waitClosed(t)
 					evs := log.snapshot()
-					if len(evs) != 1 || evs[0].Outcome != egress.OutcomeOK || evs[0].Host != "api.egress.test" || evs[0].Address != "127.0.0.1" || evs[0].BytesUp == 0 || evs[0].BytesDown == 0 {
+					if len(evs) != 1 || evs[0].Outcome != egress.OutcomeCapped || evs[0].BytesUp+evs[0].BytesDown != 32<<10 {
 						t.Fatalf("events %+v", evs)
 					}
-					t.Logf("egress event: %+v", evs[0])
 				})
-			}
-			t.Run("without egress", func(t *testing.T) {
-				e := newEnv(t, lang, nil)
-				res := e.run(t, map[backend.Language]string{
-					backend.TypeScript: `return Object.keys(process.env).sort();`,
-					backend.Python:     "import os\nreturn sorted(os.environ)",
-				}[lang])
-				wantValue(t, res, `["HOME","LANG","PATH"]`)
 			})
-			t.Run("refused", func(t *testing.T) {
-				e := newEnv(t, lang, nil)
-				log := &egressEvents{}
-				res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: refused[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				outcome(t, lang, res, "refused cases")
-				got := decode[map[string]string](t, res)
-				t.Logf("%+v", got)
-				for _, k := range []string{"notListed", "rawIP", "private", "otherPort"} {
-					if !strings.HasPrefix(got[k], "refused: ") {
-						t.Errorf("%s: %q, want refused", k, got[k])
-					}
-				}
-				for _, k := range []string{"socketHost", "socketPublic"} {
-					if !strings.HasPrefix(got[k], "failed: ") {
-						t.Errorf("%s: %q, want a failed socket", k, got[k])
-					}
-				}
-				if lang == backend.TypeScript {
-					// undici hides the proxy's answer: the runner logs it.
-					var logs []string
-					for _, l := range res.Logs {
-						logs = append(logs, l.Text)
-					}
-					for _, want := range []string{"not on the egress allowlist", "raw IP", "private address"} {
-						if !strings.Contains(strings.Join(logs, "\n"), "egress refused: ") || !strings.Contains(strings.Join(logs, "\n"), want) {
-							t.Errorf("logs %q lack %q", logs, want)
-						}
-					}
-				}
-				if lang == backend.Python {
-					for k, want := range map[string]string{"notListed": "not on the egress allowlist", "rawIP": "raw IP", "private": "private address"} {
-						if !strings.Contains(got[k], want) {
-							t.Errorf("%s: %q lacks %q", k, got[k], want)
-						}
-					}
-				}
-				evs := log.snapshot()
-				reasons := map[string]bool{}
-				for _, ev := range evs {
-					if ev.Outcome != egress.OutcomeRefused {
-						t.Errorf("event %+v, want refused", ev)
-					}
-					for _, w := range []string{"not on the egress allowlist", "raw IP", "10.0.0.7, a private address"} {
-						if strings.Contains(ev.Reason, w) {
-							reasons[w] = true
-						}
-					}
-				}
-				if len(reasons) != 3 {
-					t.Errorf("events %+v lack a refusal reason (%v)", evs, reasons)
-				}
-				srv.waitClosed(t)
-			})
-			t.Run("abort while connected", func(t *testing.T) {
-				e := newEnv(t, lang, nil)
-				log := &egressEvents{}
-				prog := map[backend.Language]string{
-					backend.TypeScript: fmt.Sprintf(`const r = await fetch("https://api.egress.test:%d/slow"); await r.text(); return "done";`, srv.port),
-					backend.Python:     fmt.Sprintf("import urllib.request\nwith urllib.request.urlopen(\"https://api.egress.test:%d/slow\", timeout=60) as r:\n    r.read()\nreturn 'done'", srv.port),
-				}[lang]
-				ctx, cancel := context.WithCancel(context.Background())
-				go func() {
-					// Cancel once the connection is up.
-					for ctx.Err() == nil {
-						srv.mu.Lock()
-						open := srv.open
-						srv.mu.Unlock()
-						if open > 0 {
-							time.Sleep(200 * time.Millisecond)
-							cancel()
-							return
-						}
-						time.Sleep(20 * time.Millisecond)
-					}
-				}()
-				res, err := e.rt.RunWith(ctx, backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
-				cancel()
-				if err != nil {
-					t.Fatal(err)
-				}
-				outcome(t, lang, res, "abort while connected")
-				wantFailure(t, res, backend.FailureAbort)
-				srv.waitClosed(t)
-				if evs := log.snapshot(); len(evs) != 1 || evs[0].Address != "127.0.0.1" {
-					t.Fatalf("events %+v", evs)
-				}
-			})
-			t.Run("byte cap", func(t *testing.T) {
-				e := newEnv(t, lang, nil)
-				log := &egressEvents{}
-				res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: capped[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 32<<10, log)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				outcome(t, lang, res, "byte cap")
-				got := decode[string](t, res)
-				t.Logf("%s", got)
-				if !strings.HasPrefix(got, "cut: ") {
-					t.Fatalf("got %q, want the response cut", got)
-				}
-				srv.waitClosed(t)
-				evs := log.snapshot()
-				if len(evs) != 1 || evs[0].Outcome != egress.OutcomeCapped || evs[0].BytesUp+evs[0].BytesDown != 32<<10 {
-					t.Fatalf("events %+v", evs)
-				}
-			})
-		})
-	}
+		}
+	})
 }
 
 func containsString(list []string, s string) bool {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-container/dsh-container/backend/container/containertest"
 )
 
 // `dsh-container mcp` end to end (issue 12): the go-sdk's own client
@@ -162,65 +164,75 @@ doubled = await tools["files__strict"]({"n": 21})
 return {"total": listing["total"], "found": found, "failure": failure, "rejected": rejected, "doubled": doubled}
 `,
 	}
-	for _, lang := range []string{"typescript", "python"} {
-		t.Run(lang, func(t *testing.T) {
-			before := web.calls.Load()
-			p := startMCP(t, bin, "--lang", lang, "--tools", tools, "--pool", "1")
-			res, err := runCode(t.Context(), p.cs, programs[lang], "progress-"+lang)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := outputOf(t, res)
-			if res.IsError || out.Error != nil {
-				t.Fatalf("the program failed: %s", resultText(res))
-			}
-			var v struct {
-				Total                      int
-				Found                      []string
-				Failure, Rejected, Doubled string
-			}
-			if err := json.Unmarshal(out.Value, &v); err != nil {
-				t.Fatalf("value %s: %v", out.Value, err)
-			}
-			if v.Total != 3 || strings.Join(v.Found, ",") != "web says ALPHA,web says BETA,web says GAMMA" || v.Doubled != "42" {
-				t.Errorf("value = %s", out.Value)
-			}
-			if v.Failure != "files__fail: the upstream refuses: quota exceeded" {
-				t.Errorf("the upstream's error reached the program as %q", v.Failure)
-			}
-			if !strings.Contains(v.Rejected, "validating") || !strings.Contains(v.Rejected, "n") {
-				t.Errorf("the schema's rejection reached the program as %q", v.Rejected)
-			}
-			if got := web.calls.Load() - before; got != 3 {
-				t.Errorf("the web upstream got %d calls, want 3", got)
-			}
-			wantLogs := []string{"1: web says ALPHA", "2: web says BETA", "3: web says GAMMA"}
-			var logs []string
-			for _, l := range out.Logs {
-				logs = append(logs, strings.TrimSuffix(l.Text, "\n"))
-			}
-			if !slices.Equal(logs, wantLogs) {
-				t.Errorf("logs = %q", logs)
-			}
-			if text := resultText(res); !strings.HasPrefix(text, strings.Join(wantLogs, "\n")+"\n{") || !strings.Contains(text, `"total":3`) {
-				t.Errorf("text content = %q", text)
-			}
-			for deadline := time.Now().Add(5 * time.Second); !slices.Equal(p.progressMessages(), wantLogs); time.Sleep(10 * time.Millisecond) {
-				if time.Now().After(deadline) {
-					t.Errorf("progress notifications = %q, want %q", p.progressMessages(), wantLogs)
-					break
+	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
+		for _, lang := range []string{"typescript", "python"} {
+			t.Run(lang, func(t *testing.T) {
+				before := web.calls.Load()
+				p := startMCP(t, bin, append([]string{"--lang", lang, "--tools", tools, "--pool", "1"}, runtimeFlag(ociRuntime)...)...)
+				res, err := runCode(t.Context(), p.cs, programs[lang], "progress-"+lang)
+				if err != nil {
+					t.Fatal(err)
 				}
-			}
-			// A program that throws: an error result with its kind.
-			res, err = runCode(t.Context(), p.cs, map[string]string{"typescript": `throw new Error("no luck")`, "python": `raise ValueError("no luck")`}[lang], nil)
-			if err != nil || !res.IsError || outputOf(t, res).Error == nil || outputOf(t, res).Error.Kind != "exception" || !strings.Contains(resultText(res), "no luck") {
-				t.Errorf("a failing program: %v %+v", err, res)
-			}
-			pid := upstreamPid(t, p.cs)
-			p.stop()
-			processGone(t, pid)
-		})
-	}
+				out := outputOf(t, res)
+				if res.IsError || out.Error != nil {
+					t.Fatalf("the program failed: %s", resultText(res))
+				}
+				var v struct {
+					Total                      int
+					Found                      []string
+					Failure, Rejected, Doubled string
+				}
+				if err := json.Unmarshal(out.Value, &v); err != nil {
+					t.Fatalf("value %s: %v", out.Value, err)
+				}
+				if v.Total != 3 || strings.Join(v.Found, ",") != "web says ALPHA,web says BETA,web says GAMMA" || v.Doubled != "42" {
+					t.Errorf("value = %s", out.Value)
+				}
+				if v.Failure != "files__fail: the upstream refuses: quota exceeded" {
+					t.Errorf("the upstream's error reached the program as %q", v.Failure)
+				}
+				if !strings.Contains(v.Rejected, "validating") || !strings.Contains(v.Rejected, "n") {
+					t.Errorf("the schema's rejection reached the program as %q", v.Rejected)
+				}
+				if got := web.calls.Load() - before; got != 3 {
+					t.Errorf("the web upstream got %d calls, want 3", got)
+				}
+				wantLogs := []string{"1: web says ALPHA", "2: web says BETA", "3: web says GAMMA"}
+				var logs []string
+				for _, l := range out.Logs {
+					logs = append(logs, strings.TrimSuffix(l.Text, "\n"))
+				}
+				if !slices.Equal(logs, wantLogs) {
+					t.Errorf("logs = %q", logs)
+				}
+				if text := resultText(res); !strings.HasPrefix(text, strings.Join(wantLogs, "\n")+"\n{") || !strings.Contains(text, `"total":3`) {
+					t.Errorf("text content = %q", text)
+				}
+				for deadline := time.Now().Add(5 * time.Second); !slices.Equal(p.progressMessages(), wantLogs); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Errorf("progress notifications = %q, want %q", p.progressMessages(), wantLogs)
+						break
+					}
+				}
+				// A program that throws: an error result with its kind.
+				res, err = runCode(t.Context(), p.cs, map[string]string{"typescript": `throw new Error("no luck")`, "python": `raise ValueError("no luck")`}[lang], nil)
+				if err != nil || !res.IsError || outputOf(t, res).Error == nil || outputOf(t, res).Error.Kind != "exception" || !strings.Contains(resultText(res), "no luck") {
+					t.Errorf("a failing program: %v %+v", err, res)
+				}
+				if lang == "python" {
+					// The run went where --runtime said: gVisor's Sentry
+					// has a /proc/sentry-meminfo, Linux has not.
+					res, err = runCode(t.Context(), p.cs, "import os\nreturn os.path.exists('/proc/sentry-meminfo')", nil)
+					if err != nil || res.IsError || string(outputOf(t, res).Value) != fmt.Sprint(ociRuntime == containertest.GVisor) {
+						t.Errorf("under %q, /proc/sentry-meminfo exists: %s (%v)", ociRuntime, resultText(res), err)
+					}
+				}
+				pid := upstreamPid(t, p.cs)
+				p.stop()
+				processGone(t, pid)
+			})
+		}
+	})
 }
 
 // An upstream that crashes in the middle of a program: the call in flight

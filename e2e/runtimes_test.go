@@ -201,3 +201,55 @@ func TestDoctorExplainsCrunOnHybridCgroups(t *testing.T) {
 		}
 	}
 }
+
+// underEachRuntime runs fn under the engine's default OCI runtime (runc)
+// and under gVisor: the suites other issues added — egress, sessions, MCP
+// — run under runsc too, not only the conformance and hostile suites
+// (issue 20). fn gets "" for the default and "runsc". A runsc missing or
+// registered without the flags we need fails when DSH_TEST_OCI_RUNTIMES
+// requires it (CI, where its package installs), and is an Unsupported
+// skip with its reason elsewhere.
+func underEachRuntime(t *testing.T, fn func(t *testing.T, ociRuntime string)) {
+	t.Helper()
+	t.Run("default", func(t *testing.T) { fn(t, "") })
+	t.Run(containertest.GVisor, func(t *testing.T) {
+		requireGVisor(t)
+		fn(t, containertest.GVisor)
+	})
+}
+
+// requireGVisor checks the engine has runsc with runscFlags.
+func requireGVisor(t *testing.T) {
+	t.Helper()
+	testenv.UsesDaemon(t)
+	required, err := requiredRuntimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cli.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	why := ""
+	if rt, found := info.Runtimes[containertest.GVisor]; !found {
+		why = fmt.Sprintf("the daemon has no %q runtime (it has %v)", containertest.GVisor, keys(info.Runtimes))
+	} else if missing := missingFlags(rt.Args, runscFlags); len(missing) > 0 {
+		why = fmt.Sprintf("runsc is registered with args %q, without %q", rt.Args, missing)
+	}
+	if why == "" {
+		return
+	}
+	if required[containertest.GVisor] {
+		t.Fatalf("%s (%s requires runsc: a failure, not a skip)", why, requiredRuntimesVar)
+	}
+	testenv.Unsupported(t, "%s", why)
+}
+
+// runtimeFlag is the CLI's --runtime for underEachRuntime's ociRuntime
+// (none for the default).
+func runtimeFlag(ociRuntime string) []string {
+	if ociRuntime == "" {
+		return nil
+	}
+	return []string{"--runtime", ociRuntime}
+}

@@ -240,118 +240,122 @@ return {"seen": seen, "g": g, "err": err, "rows": rows["rows"]}`,
 // client before the program's next call returns (so before done), events
 // streamed, the report as POST /v1/run gives it.
 func TestSessionClientToolsE2E(t *testing.T) {
-	s := startService(t, nil, "--pool", "1", "--wall-timeout", "30s")
-	for lang, code := range sessionPrograms {
-		t.Run(lang, func(t *testing.T) {
-			var mu sync.Mutex
-			var logs []string
-			var events int
-			seen := client.Tool{Name: "seen", Func: func(context.Context, json.RawMessage) (any, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				return len(logs) > 0 && strings.HasPrefix(logs[0], "before"), nil
-			}}
-			fail := client.Tool{Name: "fail", Func: func(context.Context, json.RawMessage) (any, error) {
-				return nil, errors.New("no such row")
-			}}
-			lookup := client.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
-				OutputSchema: json.RawMessage(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"integer"}}}}`),
-				Func:         func(context.Context, json.RawMessage) (any, error) { return map[string]any{"rows": []int{1, 2}}, nil }}
-			rep, err := s.client("").Run(context.Background(), client.Request{Language: lang, Code: code, ID: "s-" + lang},
-				[]client.Tool{seen, greetTool, fail, lookup}, client.Handlers{
-					Log: func(e client.LogEntry) {
-						mu.Lock()
-						logs = append(logs, e.Text)
-						mu.Unlock()
-					},
-					Event: func(json.RawMessage) { events++ },
-				})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Without an output schema a tool's value reaches the
-			// program as text (JSON text unless it is a string).
-			var v struct {
-				Seen string
-				G    string
-				Err  string
-				Rows []int
-			}
-			if rep.Error != nil || json.Unmarshal(rep.Value, &v) != nil {
-				t.Fatalf("report %+v %s", rep.Error, rep.Value)
-			}
-			if v.Seen != "true" || v.G != "hello Ada" || !strings.Contains(v.Err, "no such row") || fmt.Sprint(v.Rows) != "[1 2]" {
-				t.Fatalf("value %s", rep.Value)
-			}
-			if events != 4 || len(rep.Events) != 4 || rep.Stats.Calls != 4 || rep.ID != "s-"+lang {
-				t.Fatalf("%d events streamed, report %+v", events, rep)
-			}
-		})
-	}
-	s.stop(t)
+	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
+		s := startService(t, nil, append([]string{"--pool", "1", "--wall-timeout", "30s"}, runtimeFlag(ociRuntime)...)...)
+		for lang, code := range sessionPrograms {
+			t.Run(lang, func(t *testing.T) {
+				var mu sync.Mutex
+				var logs []string
+				var events int
+				seen := client.Tool{Name: "seen", Func: func(context.Context, json.RawMessage) (any, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					return len(logs) > 0 && strings.HasPrefix(logs[0], "before"), nil
+				}}
+				fail := client.Tool{Name: "fail", Func: func(context.Context, json.RawMessage) (any, error) {
+					return nil, errors.New("no such row")
+				}}
+				lookup := client.Tool{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`),
+					OutputSchema: json.RawMessage(`{"type":"object","properties":{"rows":{"type":"array","items":{"type":"integer"}}}}`),
+					Func:         func(context.Context, json.RawMessage) (any, error) { return map[string]any{"rows": []int{1, 2}}, nil }}
+				rep, err := s.client("").Run(context.Background(), client.Request{Language: lang, Code: code, ID: "s-" + lang},
+					[]client.Tool{seen, greetTool, fail, lookup}, client.Handlers{
+						Log: func(e client.LogEntry) {
+							mu.Lock()
+							logs = append(logs, e.Text)
+							mu.Unlock()
+						},
+						Event: func(json.RawMessage) { events++ },
+					})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Without an output schema a tool's value reaches the
+				// program as text (JSON text unless it is a string).
+				var v struct {
+					Seen string
+					G    string
+					Err  string
+					Rows []int
+				}
+				if rep.Error != nil || json.Unmarshal(rep.Value, &v) != nil {
+					t.Fatalf("report %+v %s", rep.Error, rep.Value)
+				}
+				if v.Seen != "true" || v.G != "hello Ada" || !strings.Contains(v.Err, "no such row") || fmt.Sprint(v.Rows) != "[1 2]" {
+					t.Fatalf("value %s", rep.Value)
+				}
+				if events != 4 || len(rep.Events) != 4 || rep.Stats.Calls != 4 || rep.ID != "s-"+lang {
+					t.Fatalf("%d events streamed, report %+v", events, rep)
+				}
+			})
+		}
+		s.stop(t)
+	})
 }
 
 // Abort through ctx, a disconnect mid-call, and a client that never
 // answers (the wall budget): each run ends and its container goes.
 func TestSessionAbortDisconnectSilenceE2E(t *testing.T) {
-	s := startService(t, nil, "--pool", "0", "--wall-timeout", "4s", "--languages", "python")
-	prog := "return await tools.wait({})"
-	called := make(chan struct{}, 1)
+	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
+		s := startService(t, nil, append([]string{"--pool", "0", "--wall-timeout", "4s", "--languages", "python"}, runtimeFlag(ociRuntime)...)...)
+		prog := "return await tools.wait({})"
+		called := make(chan struct{}, 1)
 
-	// Abort: cancel while the tool waits.
-	ctx, cancel := context.WithCancel(context.Background())
-	wait := client.Tool{Name: "wait", Func: func(tctx context.Context, _ json.RawMessage) (any, error) {
-		cancel()
-		<-tctx.Done()
-		return nil, tctx.Err()
-	}}
-	rep, err := s.client("").Run(ctx, client.Request{Language: "python", Code: prog}, []client.Tool{wait}, client.Handlers{})
-	if !errors.Is(err, context.Canceled) || rep == nil || rep.Error == nil || rep.Error.Kind != "abort" {
-		t.Fatalf("abort: %v %+v", err, rep)
-	}
-	s.waitContainers(t, 0)
+		// Abort: cancel while the tool waits.
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := client.Tool{Name: "wait", Func: func(tctx context.Context, _ json.RawMessage) (any, error) {
+			cancel()
+			<-tctx.Done()
+			return nil, tctx.Err()
+		}}
+		rep, err := s.client("").Run(ctx, client.Request{Language: "python", Code: prog}, []client.Tool{wait}, client.Handlers{})
+		if !errors.Is(err, context.Canceled) || rep == nil || rep.Error == nil || rep.Error.Kind != "abort" {
+			t.Fatalf("abort: %v %+v", err, rep)
+		}
+		s.waitContainers(t, 0)
 
-	// Disconnect: drop the socket when the call arrives.
-	conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(s.url, "http", "ws", 1)+"/v1/sessions", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.WriteJSON(map[string]any{"type": "start", "protocol": 1, "language": "python", "code": prog,
-		"tools": []map[string]any{{"name": "wait", "inputSchema": map[string]any{"type": "object"}}}})
-	for {
-		var f map[string]any
-		if err := conn.ReadJSON(&f); err != nil {
+		// Disconnect: drop the socket when the call arrives.
+		conn, _, err := websocket.DefaultDialer.Dial(strings.Replace(s.url, "http", "ws", 1)+"/v1/sessions", nil)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if f["type"] == "call" {
-			break
+		conn.WriteJSON(map[string]any{"type": "start", "protocol": 1, "language": "python", "code": prog,
+			"tools": []map[string]any{{"name": "wait", "inputSchema": map[string]any{"type": "object"}}}})
+		for {
+			var f map[string]any
+			if err := conn.ReadJSON(&f); err != nil {
+				t.Fatal(err)
+			}
+			if f["type"] == "call" {
+				break
+			}
 		}
-	}
-	conn.Close()
-	for deadline := time.Now().Add(20 * time.Second); s.metric(t, "", `dsh_container_runs_total{language="python",outcome="abort",tenant="anonymous"}`) != "2"; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the disconnect did not abort the run")
+		conn.Close()
+		for deadline := time.Now().Add(20 * time.Second); s.metric(t, "", `dsh_container_runs_total{language="python",outcome="abort",tenant="anonymous"}`) != "2"; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the disconnect did not abort the run")
+			}
 		}
-	}
-	s.waitContainers(t, 0)
+		s.waitContainers(t, 0)
 
-	// Silence: the wall budget ends it.
-	never := client.Tool{Name: "wait", Func: func(tctx context.Context, _ json.RawMessage) (any, error) {
-		called <- struct{}{}
-		<-tctx.Done()
-		return nil, tctx.Err()
-	}}
-	began := time.Now()
-	rep, err = s.client("").Run(context.Background(), client.Request{Language: "python", Code: prog}, []client.Tool{never}, client.Handlers{})
-	if err != nil || rep.Error == nil || rep.Error.Kind != "timeout" || time.Since(began) > 20*time.Second {
-		t.Fatalf("silent client: %v %+v after %v", err, rep, time.Since(began))
-	}
-	<-called
-	s.waitContainers(t, 0)
-	if v := s.metric(t, "", "dsh_container_sessions{tenant=\"anonymous\"}"); v != "0" {
-		t.Errorf("sessions gauge %q after every session ended", v)
-	}
-	s.stop(t)
+		// Silence: the wall budget ends it.
+		never := client.Tool{Name: "wait", Func: func(tctx context.Context, _ json.RawMessage) (any, error) {
+			called <- struct{}{}
+			<-tctx.Done()
+			return nil, tctx.Err()
+		}}
+		began := time.Now()
+		rep, err = s.client("").Run(context.Background(), client.Request{Language: "python", Code: prog}, []client.Tool{never}, client.Handlers{})
+		if err != nil || rep.Error == nil || rep.Error.Kind != "timeout" || time.Since(began) > 20*time.Second {
+			t.Fatalf("silent client: %v %+v after %v", err, rep, time.Since(began))
+		}
+		<-called
+		s.waitContainers(t, 0)
+		if v := s.metric(t, "", "dsh_container_sessions{tenant=\"anonymous\"}"); v != "0" {
+			t.Errorf("sessions gauge %q after every session ended", v)
+		}
+		s.stop(t)
+	})
 }
 
 // Bad input gets a precise refusal or error frame, and leaves no session
