@@ -135,6 +135,8 @@ type Server struct {
 	// open sessions (session.go).
 	admit    *admission
 	sessions sessionSet
+	// healthCache coalesces GET /healthz's checks (health.go).
+	healthCache healthCache
 }
 
 var _ http.Handler = (*Server)(nil)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -503,10 +504,68 @@ func TestHealthz(t *testing.T) {
 		t.Errorf("healthy: %d %s", rec.Code, rec.Body)
 	}
 	healthy = false
+	time.Sleep(server.HealthCacheTTL) // the answer is reused that long
 	rec = f.do(t, "GET", "/healthz", "")
 	body := decode[map[string]any](t, rec)
 	if rec.Code != http.StatusServiceUnavailable || body["status"] != "unavailable" || !strings.Contains(body["error"].(string), "images build") {
 		t.Errorf("unhealthy: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// GET /healthz needs no token, so a flood of it must not flood the
+// engine: concurrent requests share one check, its answer serves for
+// HealthCacheTTL, and a requester that leaves does not cancel the check
+// for the others.
+func TestHealthzCoalesces(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	f := newFixture(t, server.WithHealthCheck(func(ctx context.Context) error {
+		calls.Add(1)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}))
+	// One requester gives up while the check runs.
+	gone, cancel := context.WithCancel(context.Background())
+	left := make(chan int)
+	go func() {
+		rec := httptest.NewRecorder()
+		f.srv.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil).WithContext(gone))
+		left <- rec.Code
+	}()
+	for calls.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if code := <-left; code != http.StatusServiceUnavailable {
+		t.Errorf("the requester that left got %d", code)
+	}
+	var wg sync.WaitGroup
+	codes := make(chan int, 50)
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes <- f.do(t, "GET", "/healthz", "").Code
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	close(codes)
+	for code := range codes {
+		if code != 200 {
+			t.Fatalf("a waiting request got %d", code)
+		}
+	}
+	for range 50 {
+		f.do(t, "GET", "/healthz", "")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("%d health checks for 101 requests within %v, want 1", n, server.HealthCacheTTL)
 	}
 }
 
