@@ -631,6 +631,46 @@ func TestTLSAndMTLSE2E(t *testing.T) {
 	if err != nil || string(rep.Value) != `"hello TLS"` {
 		t.Fatalf("mTLS session: %v %+v", err, rep)
 	}
+
+	// SIGHUP reloads a rotated certificate: new handshakes present it,
+	// and the mTLS client still runs. A broken file keeps the one before.
+	served := func() *big.Int {
+		t.Helper()
+		conn, err := tls.Dial("tcp", strings.TrimPrefix(s.url, "https://"), &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{clientCert}})
+		if err != nil {
+			t.Fatalf("handshake: %v", err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber
+	}
+	hup := func(want string) {
+		t.Helper()
+		n := strings.Count(s.stderr.String(), want)
+		s.cmd.Process.Signal(syscall.SIGHUP)
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(s.stderr.String(), want) == n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q after SIGHUP:\n%s", want, s.stderr.String())
+			}
+		}
+	}
+	first := served()
+	rotated := leaf(t, ca, caKey, "127.0.0.1", true)
+	write("server.pem", &pem.Block{Type: "CERTIFICATE", Bytes: rotated.Certificate[0]})
+	keyDER, _ = x509.MarshalECPrivateKey(rotated.PrivateKey.(*ecdsa.PrivateKey))
+	write("server.key", &pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})
+	hup("TLS certificate reloaded")
+	parsed, _ := x509.ParseCertificate(rotated.Certificate[0])
+	if got := served(); got.Cmp(parsed.SerialNumber) != 0 || got.Cmp(first) == 0 {
+		t.Fatalf("after rotation the server presents serial %v, want %v", got, parsed.SerialNumber)
+	}
+	if _, err := good.Run(context.Background(), client.Request{Language: "python", Code: "return 1"}, nil, client.Handlers{}); err != nil {
+		t.Fatalf("mTLS session after rotation: %v", err)
+	}
+	os.WriteFile(keyFile, []byte("not a key"), 0o600)
+	hup("TLS certificate not reloaded")
+	if got := served(); got.Cmp(parsed.SerialNumber) != 0 {
+		t.Fatalf("a broken key file replaced the certificate: serial %v", got)
+	}
 	s.stop(t)
 }
 

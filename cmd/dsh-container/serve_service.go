@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,7 +52,35 @@ func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
 type service struct {
 	opts []server.Option
 	auth *server.Auth
-	tls  *tls.Config
+	// tls is the listener's configuration: each handshake takes cur, the
+	// certificate, key and client CA last loaded (SIGHUP reloads them).
+	tls *tls.Config
+	cur atomic.Pointer[tls.Config]
+}
+
+// loadTLS reads --tls-cert, --tls-key and --client-ca into the
+// configuration of a handshake.
+func (o *serviceOptions) loadTLS() (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert/--tls-key: %v", err)
+	}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+	if o.ClientCA != "" {
+		pem, err := os.ReadFile(o.ClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--client-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--client-ca %s: no PEM certificate in it", o.ClientCA)
+		}
+		c.ClientCAs = pool
+		// Verified when given; required by the server on every endpoint
+		// but /healthz, so health probes need no certificate.
+		c.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return c, nil
 }
 
 // setup validates the service flags and loads the auth file and the
@@ -73,25 +102,15 @@ func (o *serviceOptions) setup(maxRuns, queue int) (*service, error) {
 		return nil, usagef("--client-ca needs --tls-cert and --tls-key: client certificates are checked in the TLS handshake")
 	}
 	if o.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+		c, err := o.loadTLS()
 		if err != nil {
-			return nil, usagef("--tls-cert/--tls-key: %v", err)
+			return nil, usageError{err}
 		}
-		sv.tls = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}}
+		sv.cur.Store(c)
+		sv.tls = &tls.Config{MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"},
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return sv.cur.Load(), nil }}
 	}
 	if o.ClientCA != "" {
-		pem, err := os.ReadFile(o.ClientCA)
-		if err != nil {
-			return nil, usagef("--client-ca: %v", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, usagef("--client-ca %s: no PEM certificate in it", o.ClientCA)
-		}
-		sv.tls.ClientCAs = pool
-		// Verified when given; required by the server on every endpoint
-		// but /healthz, so health probes need no certificate.
-		sv.tls.ClientAuth = tls.VerifyClientCertIfGiven
 		sv.opts = append(sv.opts, server.WithClientCertificates())
 	}
 	return sv, nil
@@ -113,10 +132,12 @@ func (o *serviceOptions) checkListener(ln net.Listener, log *slog.Logger) error 
 	return nil
 }
 
-// reloadOnHUP reloads the auth file on SIGHUP until ctx ends. Runs in
-// flight keep their tenant; a bad file keeps the table as it was. Without
-// an auth file SIGHUP is logged and ignored: a daemon must not die of the
-// signal operators send to reload.
+// reloadOnHUP reloads the auth file and the TLS certificate, key and
+// client CA on SIGHUP until ctx ends. Runs in flight keep their tenant,
+// connections open keep their handshake; a bad file keeps what was
+// loaded before (each of auth and TLS on its own). With neither SIGHUP is
+// logged and ignored: a daemon must not die of the signal operators send
+// to reload (a rotated certificate, as cert-manager writes it).
 func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, queue int, log *slog.Logger) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -128,8 +149,23 @@ func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, 
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if sv.auth == nil && sv.tls == nil {
+					log.Info("SIGHUP: no --auth file or TLS certificate to reload; ignored")
+					continue
+				}
+				if sv.tls != nil {
+					if c, err := o.loadTLS(); err != nil {
+						log.Error("SIGHUP: TLS certificate not reloaded; the one loaded before stays", "err", err)
+					} else {
+						sv.cur.Store(c)
+						attrs := []any{"cert", o.TLSCert}
+						if leaf := c.Certificates[0].Leaf; leaf != nil {
+							attrs = append(attrs, "not_after", leaf.NotAfter)
+						}
+						log.Info("SIGHUP: TLS certificate reloaded", attrs...)
+					}
+				}
 				if sv.auth == nil {
-					log.Info("SIGHUP: no --auth file to reload; ignored")
 					continue
 				}
 				if err := sv.auth.Reload(o.Auth, maxRuns, queue); err != nil {
