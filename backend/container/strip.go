@@ -121,14 +121,21 @@ func stripWorkerMain(in io.Reader, out io.Writer) int {
 	debug.SetMaxStack(stack)
 	debug.SetMemoryLimit(int64(memory / 2))
 	runtime.GOMAXPROCS(1)
-	go watchMemory(uint64(memory))
 	r, w := bufio.NewReader(in), bufio.NewWriter(out)
 	for {
 		src, err := readMessage(r)
 		if err != nil {
 			return 0 // the host closed our input: done
 		}
-		resp, err := json.Marshal(stripTS(string(src)))
+		// Watched only while it works: an idle worker allocates nothing,
+		// and must not wake every 2 ms for nothing.
+		stop := make(chan struct{})
+		watched := make(chan struct{})
+		go func() { defer close(watched); watchMemory(uint64(memory), stop) }()
+		res := stripTS(string(src))
+		close(stop)
+		<-watched
+		resp, err := json.Marshal(res)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "type-strip worker:", err)
 			return 1
@@ -147,17 +154,23 @@ func envBytes(name string, def int) int {
 }
 
 // watchMemory ends the worker when its Go runtime holds more than limit
-// bytes: an allocation can no more be refused than a stack overflow
-// caught, so the ceiling is enforced from the side.
-func watchMemory(limit uint64) {
+// bytes, until stop closes: an allocation can no more be refused than a
+// stack overflow caught, so the ceiling is enforced from the side.
+func watchMemory(limit uint64, stop <-chan struct{}) {
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		metrics.Read(sample)
 		if sample[0].Value.Kind() == metrics.KindUint64 && sample[0].Value.Uint64() > limit {
 			fmt.Fprintf(os.Stderr, "type-strip worker: memory ceiling of %d bytes passed\n", limit)
 			os.Exit(exitStripMemory)
 		}
-		time.Sleep(2 * time.Millisecond)
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
 	}
 }
 
