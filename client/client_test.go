@@ -31,7 +31,12 @@ func newDaemon(t *testing.T, opts ...server.Option) *httptest.Server { return ne
 
 func newDaemonB(t testing.TB, opts ...server.Option) *httptest.Server {
 	t.Helper()
-	py := registrytest.New(backend.Python)
+	return newDaemonWith(t, registrytest.New(backend.Python), opts...)
+}
+
+// newDaemonWith serves py (closed at cleanup) and opts.
+func newDaemonWith(t testing.TB, py backend.Runtime, opts ...server.Option) *httptest.Server {
+	t.Helper()
 	srv, err := server.New(append([]server.Option{server.WithRuntime(py)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

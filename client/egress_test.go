@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/client"
@@ -57,19 +55,7 @@ func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _
 // an event and in the report's EgressEvents; widening is refused (400).
 func TestEgressRequestAndEvents(t *testing.T) {
 	py := &egressRuntime{Runtime: registrytest.New(backend.Python), allow: []string{"api.github.com:443", "a.example.com:443"}}
-	srv, err := server.New(server.WithRuntime(py))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv)
-	t.Cleanup(func() {
-		ts.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		py.Close(context.Background())
-	})
-	c := &client.Client{URL: ts.URL}
+	c := &client.Client{URL: newDaemonWith(t, py).URL}
 	var events []string
 	rep, err := c.Run(context.Background(), client.Request{Language: "python", Code: "return 1", Egress: []string{"a.example.com:443"}}, nil, client.Handlers{
 		Event: func(e json.RawMessage) { events = append(events, string(e)) },

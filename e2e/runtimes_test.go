@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/system"
+
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/containertest"
@@ -38,6 +40,21 @@ const requiredRuntimesVar = "DSH_TEST_OCI_RUNTIMES"
 // (--network=none), and the container's seccomp profile, ours, applies
 // inside the sandbox (--oci-seccomp; without it runsc ignores it).
 var runscFlags = []string{"--host-uds=open", "--network=none", "--oci-seccomp"}
+
+// runtimesInfo is the OCI runtimes this host must run
+// (requiredRuntimesVar) and the engine's information (its runtimes).
+func runtimesInfo(t *testing.T) (map[string]bool, system.Info) {
+	t.Helper()
+	required, err := requiredRuntimes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cli.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return required, info
+}
 
 // requiredRuntimes parses requiredRuntimesVar; a name it does not know is
 // an error, so a typo cannot turn a failure back into a skip.
@@ -75,14 +92,7 @@ func requiredRuntimes() (map[string]bool, error) {
 //
 //	go test -count=1 -run TestOCIRuntimes -v ./e2e/ | grep -E 'RUNTIME|OUTCOME|BUDGET'
 func TestOCIRuntimes(t *testing.T) {
-	required, err := requiredRuntimes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cli.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	required, info := runtimesInfo(t)
 	for _, name := range []string{"runc", containertest.GVisor, "crun"} {
 		t.Run(name, func(t *testing.T) {
 			unavailable := func(format string, args ...any) {
@@ -222,14 +232,7 @@ func underEachRuntime(t *testing.T, fn func(t *testing.T, ociRuntime string)) {
 func requireGVisor(t *testing.T) {
 	t.Helper()
 	testenv.UsesDaemon(t)
-	required, err := requiredRuntimes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cli.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	required, info := runtimesInfo(t)
 	why := ""
 	if rt, found := info.Runtimes[containertest.GVisor]; !found {
 		why = fmt.Sprintf("the daemon has no %q runtime (it has %v)", containertest.GVisor, keys(info.Runtimes))

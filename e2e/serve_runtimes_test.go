@@ -21,14 +21,7 @@ import (
 //
 //	go test -count=1 -run TestServeAllowRuntimes -v ./e2e/
 func TestServeAllowRuntimes(t *testing.T) {
-	required, err := requiredRuntimes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := cli.Info(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	required, info := runtimesInfo(t)
 	rt, found := info.Runtimes[containertest.GVisor]
 	switch {
 	case !found && required[containertest.GVisor]:
