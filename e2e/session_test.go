@@ -772,3 +772,40 @@ func TestConcurrentSessionsE2E(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// --max-connections caps the daemon's open connections, authenticated or
+// not: past it a new connection waits in the kernel's backlog, and is
+// served once one closes. (A connection that sends nothing is closed
+// after the 10 s header timeout, so the test stays within it.)
+func TestServeMaxConnections(t *testing.T) {
+	s := startService(t, nil, "--pool", "0", "--languages", "python", "--max-connections", "2")
+	s.hc.CloseIdleConnections()
+	addr := strings.TrimPrefix(s.url, "http://")
+	var idle []net.Conn
+	for range 2 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		idle = append(idle, c)
+	}
+	time.Sleep(200 * time.Millisecond) // both accepted
+	fresh := func(timeout time.Duration) (int, error) {
+		hc := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		resp, err := hc.Get(s.url + "/healthz")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := fresh(time.Second); err == nil {
+		t.Fatalf("a third connection was served (%d) with two open and --max-connections 2", code)
+	}
+	idle[0].Close()
+	if code, err := fresh(5 * time.Second); err != nil || code != http.StatusOK {
+		t.Fatalf("after one closed: %d %v", code, err)
+	}
+	s.stop(t)
+}

@@ -320,6 +320,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		ln.Close()
 		return err
 	}
+	ln = opts.svc.limitConnections(ln)
 	if svc.tls != nil {
 		ln = tls.NewListener(ln, svc.tls)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/server"
@@ -38,7 +40,12 @@ type serviceOptions struct {
 	TLSKey         string
 	ClientCA       string
 	InsecureNoAuth bool
+	MaxConnections int
 }
+
+// DefaultMaxConnections bounds serve's open connections: each costs a
+// goroutine and buffers before anything is authenticated.
+const DefaultMaxConnections = 4096
 
 func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
 	fl.StringVar(&o.Auth, "auth", "", `tenants FILE: {"tenants":[{"name","tokenSha256","maxRuns"?,"queue"?}]}; every endpoint but /healthz then needs "Authorization: Bearer <token>"; SIGHUP reloads it`)
@@ -46,6 +53,17 @@ func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
 	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key FILE of --tls-cert")
 	fl.StringVar(&o.ClientCA, "client-ca", "", "PEM CA FILE: every endpoint but /healthz then needs a TLS client certificate it signed (mTLS; needs --tls-cert)")
 	fl.BoolVar(&o.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen without --auth or --client-ca: anyone who reaches the port runs programs")
+	fl.IntVar(&o.MaxConnections, "max-connections", DefaultMaxConnections, "connections open at once, authenticated or not (sessions included); past it new ones wait in the kernel's backlog until one closes (0: no limit)")
+}
+
+// limitConnections caps ln at --max-connections: a flood of connections,
+// each a goroutine and buffers before authentication, cannot grow the
+// daemon; the connections past the cap wait in the kernel's backlog.
+func (o *serviceOptions) limitConnections(ln net.Listener) net.Listener {
+	if o.MaxConnections == 0 {
+		return ln
+	}
+	return netutil.LimitListener(ln, o.MaxConnections)
 }
 
 // service is what the flags set up.
@@ -86,6 +104,9 @@ func (o *serviceOptions) loadTLS() (*tls.Config, error) {
 // setup validates the service flags and loads the auth file and the
 // certificates.
 func (o *serviceOptions) setup(maxRuns, queue int) (*service, error) {
+	if o.MaxConnections < 0 {
+		return nil, usagef("--max-connections must not be negative (0: no limit)")
+	}
 	sv := &service{opts: []server.Option{server.WithAdmission(maxRuns, queue)}}
 	if o.Auth != "" {
 		a, err := server.LoadAuth(o.Auth, maxRuns, queue)

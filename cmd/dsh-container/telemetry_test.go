@@ -15,3 +15,9 @@ func TestBadOTLPEndpoint(t *testing.T) {
 		wantUsage(t, r, "--otlp-endpoint")
 	}
 }
+
+// A negative --max-connections is a usage error before anything starts.
+func TestServeMaxConnectionsFlag(t *testing.T) {
+	r := runCLI(t, "", func(f *factory) { f.connect = nil }, "serve", "--max-connections", "-1", "--listen", "unix://"+t.TempDir()+"/s.sock")
+	wantUsage(t, r, "--max-connections must not be negative")
+}
