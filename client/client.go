@@ -11,9 +11,7 @@ package client
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,13 +60,10 @@ type Client struct {
 // Request is a run: the program and, optionally, lower limits and the
 // run's call id.
 type Request struct {
-	Language string `json:"language"`
-	Code     string `json:"code"`
-	// ID is the run's id; empty, Run makes one up. A daemon runs an id at
-	// most once (it refuses a start naming an id it accepted in the last
-	// 10 minutes with 409): give each new run a new id.
-	ID     string  `json:"id,omitempty"`
-	Limits *Limits `json:"limits,omitempty"`
+	Language string  `json:"language"`
+	Code     string  `json:"code"`
+	ID       string  `json:"id,omitempty"`
+	Limits   *Limits `json:"limits,omitempty"`
 	// Runtime names the OCI runtime (e.g. "runsc"), one the daemon allows
 	// (serve --allow-runtimes); empty runs under the daemon's default.
 	Runtime string `json:"runtime,omitempty"`
@@ -167,20 +162,7 @@ func (c *Client) Run(ctx context.Context, req Request, tools []Tool, h Handlers)
 		}
 		byName[t.Name] = t
 	}
-	if req.ID == "" {
-		// Every attempt of this run carries one id, so a daemon that
-		// accepted an attempt whose accepted frame was lost refuses the
-		// retry (409 duplicate-run) instead of running it twice.
-		req.ID = newRunID()
-	}
 	return c.runRetrying(ctx, req, tools, byName, h)
-}
-
-// newRunID is a fresh run id, in the daemon's own form.
-func newRunID() string {
-	var b [8]byte
-	_, _ = cryptorand.Read(b[:])
-	return "run-" + hex.EncodeToString(b[:])
 }
 
 func (c *Client) dial(ctx context.Context) (*websocket.Conn, *http.Response, error) {

@@ -10,12 +10,6 @@ package client
 // endpoint, after a jittered exponential backoff, and never before the
 // Retry-After that endpoint gave. Once a daemon has sent accepted, the run
 // is that daemon's: a connection lost then is ErrNodeLost, never retried.
-// Every attempt carries the run's one id, and a daemon refuses an id it
-// accepted (409): so a retry after a connection that broke between the
-// daemon's accepted and the client's read of it reaches that daemon as a
-// refusal, reported as ErrNodeLost, not as a second run. (Another daemon
-// cannot know the id: a fleet keeps that window open — see
-// docs/scale-out.md.)
 
 import (
 	"context"
@@ -148,9 +142,6 @@ func (c *Client) runRetrying(ctx context.Context, req Request, tools []Tool, byN
 	// notBefore[i] is when endpoint i may be tried again (its Retry-After).
 	notBefore := make([]time.Time, len(eps))
 	next := rand.IntN(len(eps))
-	// lost is the endpoint of the last attempt whose connection broke
-	// before an answer: it may have accepted the run.
-	lost := ""
 	for attempt := 0; ; attempt++ {
 		i := pickEndpoint(notBefore, next)
 		if attempt > 0 {
@@ -166,16 +157,6 @@ func (c *Client) runRetrying(ctx context.Context, req Request, tools []Tool, byN
 		one := *c
 		one.URL = eps[i]
 		rep, err := one.runOnce(ctx, req, tools, byName, h)
-		var rf *RefusedError
-		if lost != "" && errors.As(err, &rf) && rf.Status == http.StatusConflict {
-			// The daemon already has this id: the attempt whose
-			// connection broke before accepted arrived had started.
-			return nil, fmt.Errorf("%w: run %q: the connection to %s broke before its accepted frame arrived, and %s says it had accepted the run (%s); its outcome is unknown and it is not run again", ErrNodeLost, req.ID, lost, eps[i], rf.Message)
-		}
-		var na notAccepted
-		if errors.As(err, &na) && !errors.Is(err, ErrNodeLost) {
-			lost = eps[i]
-		}
 		after, ok := retryable(err)
 		if !ok || attempt >= retries || ctx.Err() != nil {
 			return rep, err

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -233,59 +232,5 @@ func TestEndpointsTLSTrustNotRetried(t *testing.T) {
 	}
 	if d := time.Since(began); d > 900*time.Millisecond || handshakes.Load() > 1 {
 		t.Fatalf("an untrusted certificate was retried: %d connections in %v", handshakes.Load(), d)
-	}
-}
-
-// The replay window: a daemon accepts the run but the connection breaks
-// before the client reads accepted. The client retries — with the same
-// run id, one it made up — and the daemon, which remembers the id, refuses
-// it with 409: the client reports ErrNodeLost, not a second run. An id
-// reused on purpose is the caller's 409.
-func TestRetryAfterLostAcceptIsNodeLost(t *testing.T) {
-	var (
-		mu  sync.Mutex
-		ids []string
-	)
-	seen := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), ids...)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := (&websocket.Upgrader{}).Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		var start struct{ ID string }
-		if conn.ReadJSON(&start) != nil {
-			return
-		}
-		mu.Lock()
-		ids = append(ids, start.ID)
-		first := len(ids) == 1
-		mu.Unlock()
-		if first {
-			return // "accepted" lost with the connection
-		}
-		conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"refused","status":409,"error":"duplicate-run: run id \"`+start.ID+`\" was accepted by this daemon 5ms ago"}`))
-	}))
-	defer srv.Close()
-	c := &client.Client{URL: srv.URL, RetryBackoff: time.Millisecond}
-	_, err := c.Run(context.Background(), one, nil, client.Handlers{})
-	if !errors.Is(err, client.ErrNodeLost) || !strings.Contains(err.Error(), "says it had accepted the run") {
-		t.Fatalf("got %v, want ErrNodeLost", err)
-	}
-	if ids := seen(); len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] || !strings.HasPrefix(ids[0], "run-") {
-		t.Fatalf("start ids %q, want one made-up id twice", ids)
-	}
-	// The caller's own id, already used: a plain 409, not a lost node.
-	mu.Lock()
-	ids = []string{"x"}
-	mu.Unlock()
-	_, err = c.Run(context.Background(), client.Request{Language: "python", Code: "return 1", ID: "mine"}, nil, client.Handlers{})
-	var rf *client.RefusedError
-	if ids := seen(); errors.Is(err, client.ErrNodeLost) || !errors.As(err, &rf) || rf.Status != 409 || ids[1] != "mine" {
-		t.Fatalf("a reused id: %v (ids %q)", err, ids)
 	}
 }

@@ -27,8 +27,7 @@ type RunRequest struct {
 	// Code is the program: the body of an async function (required).
 	Code string `json:"code"`
 	// ID is the run_code call id; sub-call events are "<id>:code:<n>".
-	// Optional: the server makes one up. A given id runs at most once per
-	// daemon (409 duplicate-run within RunIDWindow, runids.go).
+	// Optional: the server makes one up.
 	ID string `json:"id,omitempty"`
 	// Limits lowers the server's budgets for this run:
 	// {"wallTimeoutMs","computeTimeoutMs","memoryBytes","cpus","pids"},
@@ -176,16 +175,6 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	// An explicit id runs at most once on this daemon (runids.go).
-	if req.ID != "" {
-		if rf := s.runIDs.claim(tenant.Name, id); rf != nil {
-			s.log.WarnContext(r.Context(), "run refused: duplicate run id", "call_id", id, "tenant", tenant.Name)
-			writeError(w, rf.status, rf.msg)
-			return
-		}
-		defer s.runIDs.release(tenant.Name, id) // unless accepted
-	}
-
 	inFlight := s.metrics.inFlight.WithLabelValues(string(lang), tenant.Name)
 	inFlight.Inc()
 	release, err := s.admit.acquire(r.Context(), tenant, lang)
@@ -194,17 +183,11 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		s.refuseRun(w, lang, tenant, id, err)
 		return
 	}
-	if req.ID != "" {
-		s.runIDs.accept(tenant.Name, id)
-	}
 	res := reg.Execute(r.Context(), registry.Call{ID: id, Name: registry.RunCode, Arguments: args})
 	release()
 	inFlight.Dec()
 
 	if res.CodeRun == nil {
-		if req.ID != "" {
-			s.runIDs.forget(tenant.Name, id) // the program never started
-		}
 		s.metrics.observeRejected(lang, tenant.Name)
 		err := res.Err
 		if err == nil {

@@ -137,8 +137,6 @@ type Server struct {
 	sessions sessionSet
 	// healthCache coalesces GET /healthz's checks (health.go).
 	healthCache healthCache
-	// runIDs are the explicit run ids accepted lately (runids.go).
-	runIDs *runIDs
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -163,7 +161,7 @@ func New(opts ...Option) (*Server, error) {
 	if o.bodyTimeout <= 0 {
 		return nil, fmt.Errorf("%w: body timeout %v must be positive", errdefs.ErrInvalidArgument, o.bodyTimeout)
 	}
-	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger, runIDs: newRunIDs()}
+	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	for _, rt := range o.runtimes {
 		if rt == nil {
 			return nil, fmt.Errorf("%w: nil runtime", errdefs.ErrInvalidArgument)

@@ -170,16 +170,6 @@ func (ss *session) serve(authFail *refusal) {
 	ss.reading = true
 	go ss.readLoop()
 
-	// An explicit id runs at most once on this daemon (runids.go).
-	if start.ID != "" {
-		if rf := ss.s.runIDs.claim(ss.tenant.Name, run.id); rf != nil {
-			ss.log.Warn("session refused: duplicate run id", "call_id", run.id)
-			ss.refuse(rf)
-			return
-		}
-		defer ss.s.runIDs.release(ss.tenant.Name, run.id) // unless accepted
-	}
-
 	inFlight := ss.s.metrics.inFlight.WithLabelValues(string(run.lang), ss.tenant.Name)
 	inFlight.Inc()
 	defer inFlight.Dec()
@@ -196,13 +186,7 @@ func (ss *session) serve(authFail *refusal) {
 	if !ss.accept(run.id) {
 		return
 	}
-	if start.ID != "" {
-		ss.s.runIDs.accept(ss.tenant.Name, run.id)
-	}
 	res := run.reg.Execute(ss.ctx, registry.Call{ID: run.id, Name: registry.RunCode, Arguments: run.args})
-	if res.CodeRun == nil && start.ID != "" {
-		ss.s.runIDs.forget(ss.tenant.Name, run.id) // the program never started
-	}
 	ss.end(run, res)
 }
 
