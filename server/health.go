@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -45,7 +46,10 @@ func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 // checkHealth is the health check's answer at most HealthCacheTTL old:
 // a fresh one, the one in flight, or a new one run for everyone waiting
 // (bounded by healthLimit, not by the first caller's context). A caller
-// that leaves while it waits gets its context's error.
+// that leaves while it waits gets its context's error; one that waited
+// healthLimit for a check that ignores its context gets a time-out (the
+// endpoint says unhealthy rather than hang); a check that panics is an
+// unhealthy answer, not a dead daemon.
 func (s *Server) checkHealth(ctx context.Context) error {
 	c := &s.healthCache
 	c.mu.Lock()
@@ -61,7 +65,7 @@ func (s *Server) checkHealth(ctx context.Context) error {
 		go func() {
 			cctx, cancel := context.WithTimeout(context.Background(), s.opts.healthLimit)
 			defer cancel()
-			err := s.opts.health(cctx)
+			err := runHealthCheck(cctx, s.opts.health)
 			c.mu.Lock()
 			c.at, c.err, c.running = time.Now(), err, nil
 			c.mu.Unlock()
@@ -69,6 +73,8 @@ func (s *Server) checkHealth(ctx context.Context) error {
 		}()
 	}
 	c.mu.Unlock()
+	wait := time.NewTimer(s.opts.healthLimit)
+	defer wait.Stop()
 	select {
 	case <-running:
 		c.mu.Lock()
@@ -76,5 +82,17 @@ func (s *Server) checkHealth(ctx context.Context) error {
 		return c.err
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-wait.C:
+		return fmt.Errorf("the health check did not finish within %v", s.opts.healthLimit)
 	}
+}
+
+// runHealthCheck runs h, a panic in it an error.
+func runHealthCheck(ctx context.Context, h HealthCheck) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the health check panicked: %v", p)
+		}
+	}()
+	return h(ctx)
 }

@@ -43,9 +43,13 @@ type serviceOptions struct {
 	MaxConnections int
 }
 
-// DefaultMaxConnections bounds serve's open connections: each costs a
-// goroutine and buffers before anything is authenticated.
-const DefaultMaxConnections = 4096
+// DefaultMaxConnections is serve's default cap on open connections:
+// none. A global cap bounds the daemon's memory against a connection
+// flood, but a flood that holds every slot (idle keep-alive connections
+// live 2 minutes) also shuts out every tenant and the health probes, so
+// it is the operator's choice (--max-connections), best with a front
+// proxy limiting each source.
+const DefaultMaxConnections = 0
 
 func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
 	fl.StringVar(&o.Auth, "auth", "", `tenants FILE: {"tenants":[{"name","tokenSha256","maxRuns"?,"queue"?}]}; every endpoint but /healthz then needs "Authorization: Bearer <token>"; SIGHUP reloads it`)
@@ -53,7 +57,7 @@ func addServiceFlags(fl *pflag.FlagSet, o *serviceOptions) {
 	fl.StringVar(&o.TLSKey, "tls-key", "", "PEM private key FILE of --tls-cert")
 	fl.StringVar(&o.ClientCA, "client-ca", "", "PEM CA FILE: every endpoint but /healthz then needs a TLS client certificate it signed (mTLS; needs --tls-cert)")
 	fl.BoolVar(&o.InsecureNoAuth, "insecure-no-auth", false, "allow a non-loopback --listen without --auth or --client-ca: anyone who reaches the port runs programs")
-	fl.IntVar(&o.MaxConnections, "max-connections", DefaultMaxConnections, "connections open at once, authenticated or not (sessions included); past it new ones wait in the kernel's backlog until one closes (0: no limit)")
+	fl.IntVar(&o.MaxConnections, "max-connections", DefaultMaxConnections, "connections open at once, authenticated or not (sessions and health probes included); past it new ones wait in the kernel's backlog until one closes, so a flood that holds every slot also shuts out tenants and probes: pair it with per-source limits in a front proxy (0: no limit)")
 }
 
 // limitConnections caps ln at --max-connections: a flood of connections,
