@@ -34,14 +34,7 @@ type Approval struct {
 // approve answers one approval frame from Handlers.Approve, in its own
 // goroutine: an error, a panic or an unknown decision is a denial.
 func (s *clientSession) approve(ctx context.Context, f *frame) {
-	cctx, cancel := context.WithCancel(ctx)
-	s.mu.Lock()
-	s.cancel = append(s.cancel, cancel)
-	s.mu.Unlock()
-	s.calls.Add(1)
-	go func() {
-		defer s.calls.Done()
-		defer cancel()
+	s.spawn(ctx, func(cctx context.Context) {
 		a, err := func() (a Approval, err error) {
 			defer func() {
 				if p := recover(); p != nil {
@@ -70,5 +63,5 @@ func (s *clientSession) approve(ctx context.Context, f *frame) {
 			res["reason"] = a.Reason
 		}
 		_ = s.write(res)
-	}()
+	})
 }

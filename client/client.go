@@ -348,9 +348,9 @@ func (s *clientSession) write(v any) error {
 	return s.conn.WriteMessage(websocket.TextMessage, data)
 }
 
-// call runs one tool call in its own goroutine and sends its result.
-func (s *clientSession) call(ctx context.Context, f *frame) {
-	t, ok := s.byName[f.Name]
+// spawn runs fn in its own goroutine with a context the session cancels
+// when it ends, counted in s.calls.
+func (s *clientSession) spawn(ctx context.Context, fn func(context.Context)) {
 	cctx, cancel := context.WithCancel(ctx)
 	s.mu.Lock()
 	s.cancel = append(s.cancel, cancel)
@@ -359,6 +359,14 @@ func (s *clientSession) call(ctx context.Context, f *frame) {
 	go func() {
 		defer s.calls.Done()
 		defer cancel()
+		fn(cctx)
+	}()
+}
+
+// call runs one tool call in its own goroutine and sends its result.
+func (s *clientSession) call(ctx context.Context, f *frame) {
+	t, ok := s.byName[f.Name]
+	s.spawn(ctx, func(cctx context.Context) {
 		res := map[string]any{"type": "result", "id": f.ID}
 		value, err := func() (v any, err error) {
 			defer func() {
@@ -395,7 +403,7 @@ func (s *clientSession) call(ctx context.Context, f *frame) {
 			return
 		}
 		_ = s.write(res)
-	}()
+	})
 }
 
 // close cancels tool calls still running, waits for them, and closes the

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/client"
 	"github.com/dsh-container/dsh-container/policy"
 	"github.com/dsh-container/dsh-container/registry"
@@ -457,26 +456,7 @@ func noTTY() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setsid: true} }
 // on a protocol version that lets a server elicit during a tool call.
 func startMCPEliciting(t *testing.T, bin string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), args ...string) *mcpProc {
 	t.Helper()
-	xdg, err := os.MkdirTemp("", "dshm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &mcpProc{t: t, xdg: xdg, stderr: &lockedBuffer{}}
-	p.cmd = exec.Command(bin, append([]string{"mcp"}, args...)...)
-	p.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-	p.cmd.Stderr = p.stderr
-	opts := p.clientOptions()
-	opts.ElicitationHandler = elicit
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	p.cs, err = sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, opts).
-		Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	t.Cleanup(func() { p.stop() })
-	if err != nil {
-		t.Fatalf("connecting to dsh-container mcp: %v\nstderr:\n%s", err, p.stderr.String())
-	}
-	p.owner = container.OwnerOf(p.cmd.Process.Pid)
-	return p
+	return startMCPWith(t, bin, elicit, &sdk.ClientSessionOptions{ProtocolVersion: "2025-11-25"}, args...)
 }
 
 // mcp --policy safe: a destructive command tool asks; a client with

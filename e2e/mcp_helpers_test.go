@@ -138,6 +138,13 @@ func (p *mcpProc) clientOptions() *sdk.ClientOptions {
 // container, no socket directory and no upstream process behind.
 func startMCP(t testing.TB, bin string, args ...string) *mcpProc {
 	t.Helper()
+	return startMCPWith(t, bin, nil, nil, args...)
+}
+
+// startMCPWith is startMCP with elicit answering elicitations (nil: the
+// client declares none) and the session options sess.
+func startMCPWith(t testing.TB, bin string, elicit func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error), sess *sdk.ClientSessionOptions, args ...string) *mcpProc {
+	t.Helper()
 	xdg, err := os.MkdirTemp("", "dshm")
 	if err != nil {
 		t.Fatal(err)
@@ -146,10 +153,11 @@ func startMCP(t testing.TB, bin string, args ...string) *mcpProc {
 	p.cmd = exec.Command(bin, append([]string{"mcp"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	p.cmd.Stderr = p.stderr
-	client := sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, p.clientOptions())
+	opts := p.clientOptions()
+	opts.ElicitationHandler = elicit
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	p.cs, err = client.Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, nil)
+	p.cs, err = sdk.NewClient(&sdk.Implementation{Name: "e2e", Version: "1"}, opts).Connect(ctx, &sdk.CommandTransport{Command: p.cmd}, sess)
 	t.Cleanup(func() { p.stop() })
 	if err != nil {
 		t.Fatalf("connecting to dsh-container mcp: %v\nstderr:\n%s", err, p.stderr.String())

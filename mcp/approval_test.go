@@ -39,9 +39,10 @@ func connectEliciting(t *testing.T, srv *Server, version string, elicit func(con
 	return cs
 }
 
-// With elicitation the user decides; each answer shapes what the program
-// sees.
-func TestApprovalElicitation(t *testing.T) {
+// newAskingServer serves a "hello" tool the guard asks about, on the
+// in-memory TypeScript runtime; both close at cleanup.
+func newAskingServer(t *testing.T) *Server {
+	t.Helper()
 	rt := registrytest.New(backend.TypeScript)
 	srv, err := New(WithRuntime(rt), WithLogger(tLogger(t)), WithTools(textTool("hello", "hi")), WithRegistryOptions(registry.WithGuard(askHello)))
 	if err != nil {
@@ -51,6 +52,13 @@ func TestApprovalElicitation(t *testing.T) {
 		srv.Close()
 		rt.Close(context.Background())
 	})
+	return srv
+}
+
+// With elicitation the user decides; each answer shapes what the program
+// sees.
+func TestApprovalElicitation(t *testing.T) {
+	srv := newAskingServer(t)
 	var mu sync.Mutex
 	var messages []string
 	answers := []*sdk.ElicitResult{
@@ -97,15 +105,7 @@ func TestApprovalWithoutElicitation(t *testing.T) {
 // On a protocol where a server may not elicit during a tool call, the
 // call is denied saying so, and nothing is elicited.
 func TestApprovalElicitationForbidden(t *testing.T) {
-	rt := registrytest.New(backend.TypeScript)
-	srv, err := New(WithRuntime(rt), WithLogger(tLogger(t)), WithTools(textTool("hello", "hi")), WithRegistryOptions(registry.WithGuard(askHello)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		srv.Close()
-		rt.Close(context.Background())
-	})
+	srv := newAskingServer(t)
 	cs := connectEliciting(t, srv, "", func(context.Context, *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 		t.Error("elicited")
 		return &sdk.ElicitResult{Action: "decline"}, nil
