@@ -32,3 +32,29 @@ func readyHost(ctx context.Context, f *factory, drv engine, log *slog.Logger, la
 	}
 	return tags, nil
 }
+
+// serviceRuntime is what serve and mcp give each container runtime they
+// build: the run flags' limits and seccomp, the pool and admission, the
+// logger, and any extra options (egress, an observer).
+type serviceRuntime struct {
+	limits               container.Limits
+	seccomp              container.Option
+	pool, maxRuns, queue int
+	log                  *slog.Logger
+	extra                []container.Option
+}
+
+// options are the runtime's options for lang's image under the OCI
+// runtime oci ("" the engine's default).
+func (s serviceRuntime) options(lang backend.Language, image, oci string) []container.Option {
+	return append([]container.Option{
+		container.WithLanguage(lang),
+		container.WithImage(image),
+		container.WithLimits(s.limits),
+		container.WithOCIRuntime(oci),
+		s.seccomp,
+		container.WithPool(s.pool),
+		container.WithAdmission(s.maxRuns, s.queue),
+		container.WithLogger(s.log),
+	}, s.extra...)
+}

@@ -250,16 +250,8 @@ func runMCP(ctx context.Context, f *factory, opts *mcpOptions) (retErr error) {
 		if err != nil {
 			return err
 		}
-		rt, err := container.New(drv, append([]container.Option{
-			container.WithLanguage(lang),
-			container.WithImage(tags[lang]),
-			container.WithLimits(limits),
-			container.WithOCIRuntime(opts.run.Runtime),
-			sc,
-			container.WithPool(opts.Pool),
-			container.WithAdmission(opts.MaxRuns, opts.Queue),
-			container.WithLogger(log),
-		}, eg...)...)
+		sr := serviceRuntime{limits: limits, seccomp: sc, pool: opts.Pool, maxRuns: opts.MaxRuns, queue: opts.Queue, log: log, extra: eg}
+		rt, err := container.New(drv, sr.options(lang, tags[lang], opts.run.Runtime)...)
 		if err != nil {
 			return err
 		}

@@ -255,19 +255,11 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	sr := serviceRuntime{limits: limits, seccomp: sc, pool: opts.Pool, maxRuns: opts.MaxRuns, queue: opts.Queue, log: log,
+		extra: append([]container.Option{container.WithObserver(observer)}, eg...)}
 	for _, l := range langs {
 		newRuntime := func(oci string) (*container.Runtime, error) {
-			rt, err := container.New(drv, append([]container.Option{
-				container.WithLanguage(l),
-				container.WithImage(tags[l]),
-				container.WithLimits(limits),
-				container.WithOCIRuntime(oci),
-				sc,
-				container.WithPool(opts.Pool),
-				container.WithAdmission(opts.MaxRuns, opts.Queue),
-				container.WithLogger(log),
-				container.WithObserver(observer),
-			}, eg...)...)
+			rt, err := container.New(drv, sr.options(l, tags[l], oci)...)
 			if err == nil {
 				runtimes = append(runtimes, rt)
 			}
