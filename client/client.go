@@ -4,9 +4,11 @@
 //
 // A run is retried, on the next of the client's endpoints, while it is
 // refused with 429 or 503 or its connection fails before the daemon
-// accepted it (endpoints.go), and never once a daemon has accepted it: a
-// run executes at most once, and a run lost after acceptance fails with
-// ErrNodeLost.
+// accepted it (endpoints.go), and never once a daemon has accepted it,
+// whatever follows: a run executes at most once. A run lost after
+// acceptance fails with ErrNodeLost; a refusal, a second accepted or a
+// frame this client cannot read after it is a *ProtocolError, as is a
+// run's frame before it.
 package client
 
 import (
@@ -121,8 +123,12 @@ func (e *RefusedError) Error() string {
 }
 
 // ProtocolError is an error frame from the daemon after the run was
-// accepted (Code not-started: the program never ran), or a frame this
-// client could not accept.
+// accepted (Code not-started: the program never ran), a frame this client
+// could not accept (Code bad-frame, binary or too-large), or a frame the
+// peer was not allowed to send then (Code unexpected: a refused or a
+// second accepted after accepted, or a log, event, call, approval or done
+// before it) — a daemon, a proxy or a peer posing as one that broke the
+// protocol. The run may have started: a ProtocolError is never retried.
 type ProtocolError struct {
 	Code    string
 	Message string
@@ -195,8 +201,9 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, *http.Response, err
 }
 
 // runOnce is one attempt: a *RefusedError before acceptance means nothing
-// ran.
-func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName map[string]Tool, h Handlers) (*Report, error) {
+// ran. accepted reports that the daemon accepted the run: whatever the
+// error, such an attempt is never repeated.
+func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName map[string]Tool, h Handlers) (rep *Report, accepted bool, err error) {
 	conn, resp, err := c.dial(ctx)
 	if err != nil {
 		if resp != nil {
@@ -210,16 +217,16 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 			if rf.Message == "" {
 				rf.Message = resp.Status
 			}
-			return nil, rf
+			return nil, false, rf
 		}
-		return nil, notAccepted{fmt.Errorf("dsh-container: connecting to %s: %w", c.URL, err)}
+		return nil, false, notAccepted{fmt.Errorf("dsh-container: connecting to %s: %w", c.URL, err)}
 	}
 	maxFrame := c.MaxFrameBytes
 	if maxFrame <= 0 {
 		maxFrame = 64 << 20
 	}
 	conn.SetReadLimit(maxFrame)
-	s := &clientSession{conn: conn, h: h, byName: byName}
+	s := &clientSession{conn: conn, url: c.URL, h: h, byName: byName}
 	defer s.close()
 
 	start := map[string]any{"type": "start", "protocol": Protocol, "language": req.Language, "code": req.Code, "tools": wireTools(tools)}
@@ -242,10 +249,7 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 	// Abort on ctx: an abort frame once accepted; before it, closing the
 	// connection is enough (nothing ran).
 	stop := context.AfterFunc(ctx, func() {
-		s.mu.Lock()
-		accepted := s.accepted
-		s.mu.Unlock()
-		if accepted {
+		if s.isAccepted() {
 			_ = s.write(map[string]any{"type": "abort", "reason": context.Cause(ctx).Error()})
 			_ = conn.SetReadDeadline(time.Now().Add(abortGrace))
 			return
@@ -255,30 +259,44 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 	defer stop()
 
 	for {
-		_, data, err := conn.ReadMessage()
+		mt, data, err := conn.ReadMessage()
+		accepted := s.isAccepted()
 		if err != nil {
-			s.mu.Lock()
-			accepted := s.accepted
-			s.mu.Unlock()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+			switch {
+			case ctx.Err() != nil:
+				return nil, accepted, ctx.Err()
+			case errors.Is(err, websocket.ErrReadLimit):
+				// A frame came, and may have been accepted: not a lost
+				// connection, never retried.
+				return nil, accepted, s.violation("too-large", "sent a frame larger than %d bytes (MaxFrameBytes)", maxFrame)
+			case accepted:
+				return nil, true, fmt.Errorf("%w (%s): %v", ErrNodeLost, c.URL, err)
+			case startErr != nil:
+				return nil, false, notAccepted{fmt.Errorf("dsh-container: sending the start frame: %w", startErr)}
 			}
-			if accepted {
-				return nil, fmt.Errorf("%w (%s): %v", ErrNodeLost, c.URL, err)
-			}
-			if startErr != nil {
-				return nil, notAccepted{fmt.Errorf("dsh-container: sending the start frame: %w", startErr)}
-			}
-			return nil, notAccepted{fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)}
+			return nil, false, notAccepted{fmt.Errorf("dsh-container: the session closed before the run was accepted: %w", err)}
+		}
+		if mt != websocket.TextMessage {
+			return nil, accepted, s.violation("binary", "sent a binary frame")
 		}
 		f, err := decodeFrame(data)
 		if err != nil {
-			return nil, &ProtocolError{Code: "bad-frame", Message: err.Error()}
+			return nil, accepted, &ProtocolError{Code: "bad-frame", Message: err.Error() + s.then()}
+		}
+		if !accepted && f.Type != "accepted" && f.Type != "refused" && f.Type != "error" {
+			// A frame of a running program: the run may have started.
+			return nil, false, s.violation("unexpected", "sent %s before accepted", f.Type)
 		}
 		switch f.Type {
 		case "refused":
-			return nil, &RefusedError{Status: f.Status, Message: f.Error, RetryAfter: time.Duration(f.RetryAfterMs) * time.Millisecond}
+			if accepted {
+				return nil, true, s.violation("unexpected", "refused the run (%d: %s) after accepting it", f.Status, f.Error)
+			}
+			return nil, false, &RefusedError{Status: f.Status, Message: f.Error, RetryAfter: time.Duration(f.RetryAfterMs) * time.Millisecond}
 		case "accepted":
+			if accepted {
+				return nil, true, s.violation("unexpected", "sent accepted twice")
+			}
 			s.mu.Lock()
 			s.accepted = true
 			s.mu.Unlock()
@@ -298,9 +316,9 @@ func (c *Client) runOnce(ctx context.Context, req Request, tools []Tool, byName 
 		case "approval":
 			s.approve(ctx, f)
 		case "done":
-			return f.Report, ctx.Err()
+			return f.Report, true, ctx.Err()
 		case "error":
-			return nil, &ProtocolError{Code: f.Code, Message: f.Message}
+			return nil, accepted, &ProtocolError{Code: f.Code, Message: f.Message}
 		}
 	}
 }
@@ -327,6 +345,7 @@ func wireTools(tools []Tool) []map[string]any {
 // clientSession is one connection's state.
 type clientSession struct {
 	conn   *websocket.Conn
+	url    string
 	h      Handlers
 	byName map[string]Tool
 
@@ -335,6 +354,27 @@ type clientSession struct {
 	accepted bool
 	calls    sync.WaitGroup
 	cancel   []context.CancelFunc
+}
+
+func (s *clientSession) isAccepted() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepted
+}
+
+// then says what a failure means for the run at this point of the
+// session.
+func (s *clientSession) then() string {
+	if s.isAccepted() {
+		return "; the run was accepted and is not retried"
+	}
+	return "; the run may have started and is not retried"
+}
+
+// violation is the peer at s.url (a daemon, or whatever answers there)
+// breaking the session protocol, as format says.
+func (s *clientSession) violation(code, format string, args ...any) *ProtocolError {
+	return &ProtocolError{Code: code, Message: "the peer at " + s.url + " " + fmt.Sprintf(format, args...) + ", a protocol violation" + s.then()}
 }
 
 func (s *clientSession) write(v any) error {

@@ -9,7 +9,9 @@ package client
 // frame. Each retry goes to the next
 // endpoint, after a jittered exponential backoff, and never before the
 // Retry-After that endpoint gave. Once a daemon has sent accepted, the run
-// is that daemon's: a connection lost then is ErrNodeLost, never retried.
+// is that daemon's whatever follows: a connection lost then is
+// ErrNodeLost, a refusal or a frame out of order a *ProtocolError, and
+// neither is retried.
 
 import (
 	"context"
@@ -156,7 +158,12 @@ func (c *Client) runRetrying(ctx context.Context, req Request, tools []Tool, byN
 		}
 		one := *c
 		one.URL = eps[i]
-		rep, err := one.runOnce(ctx, req, tools, byName, h)
+		rep, accepted, err := one.runOnce(ctx, req, tools, byName, h)
+		if accepted {
+			// The run is that daemon's, whatever followed its accepted
+			// (a refusal, an error, a broken connection): at most once.
+			return rep, err
+		}
 		after, ok := retryable(err)
 		if !ok || attempt >= retries || ctx.Err() != nil {
 			return rep, err

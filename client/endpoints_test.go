@@ -25,8 +25,8 @@ type fakeNode struct {
 
 const doneFrame = `{"type":"done","report":{"id":"r","value":7,"logs":[],"error":null,"stats":{"wallMs":1,"cpuMs":1,"startupMs":1,"calls":0},"events":[]}}`
 
-// newFake serves behave: "429", "503", "429-frame", "400", "runs",
-// "accept-then-die", "close-before-accept".
+// newFake serves behave: "429", "503", "429-frame", "400", "502", "runs",
+// "close-before-accept" (newPeer serves a script).
 func newFake(t *testing.T, behave string, retryAfter string) *fakeNode {
 	t.Helper()
 	n := &fakeNode{}
@@ -57,8 +57,6 @@ func newFake(t *testing.T, behave string, retryAfter string) *fakeNode {
 			conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"accepted","id":"r"}`))
 			conn.WriteMessage(websocket.TextMessage, []byte(doneFrame))
 			conn.ReadMessage() // the client's close
-		case "accept-then-die":
-			conn.WriteMessage(websocket.TextMessage, []byte(`{"type":"accepted","id":"r"}`))
 		case "close-before-accept":
 		}
 	}))
@@ -121,31 +119,38 @@ func TestEndpointsMoveOnConnectionFailure(t *testing.T) {
 	}
 }
 
-// Accepted then lost: ErrNodeLost (and ErrConnectionLost, its old name),
-// and no other node sees the run.
+// A run a node accepted is never replayed on another node, whatever the
+// node does after accepted (or for a running program's frame before it):
+// each run is started exactly once across all the endpoints, and a run
+// that a misbehaving node started and another then finished is a replay.
+// A fresh client starts at a random endpoint: runs go on until the
+// misbehaving node had three.
 func TestEndpointsNeverReplayAccepted(t *testing.T) {
-	dying, other := newFake(t, "accept-then-die", ""), newFake(t, "runs", "")
-	c := &client.Client{Endpoints: []string{dying.URL}, MaxRetries: 10, RetryBackoff: time.Millisecond}
-	// Put the dying node first: a fresh client per run starts at random.
-	for range 20 {
-		c.Endpoints = []string{dying.URL, other.URL}
-		before := other.starts.Load()
-		_, err := c.Run(context.Background(), one, nil, client.Handlers{})
-		if err == nil {
-			continue // began at the other node
-		}
-		if !errors.Is(err, client.ErrNodeLost) || !errors.Is(err, client.ErrConnectionLost) {
-			t.Fatalf("lost after accepted: %v", err)
-		}
-		if !strings.Contains(err.Error(), "node lost") {
-			t.Fatalf("the error does not say node lost: %v", err)
-		}
-		if other.starts.Load() != before {
-			t.Fatal("a run accepted by a node that died was replayed on another")
-		}
-	}
-	if dying.starts.Load() == 0 {
-		t.Fatal("the dying node was never tried")
+	for _, m := range misbehaviors {
+		t.Run(m.name, func(t *testing.T) {
+			bad, other := newPeer(t, m.script...), newFake(t, "runs", "")
+			var calls atomic.Int32
+			for run := 0; bad.starts.Load() < 3; run++ {
+				if run == 200 {
+					t.Fatalf("the misbehaving node started %d of 200 runs", bad.starts.Load())
+				}
+				c := &client.Client{Endpoints: []string{bad.URL, other.URL}, MaxRetries: 10, RetryBackoff: time.Millisecond, MaxFrameBytes: m.maxFrame}
+				badBefore, otherBefore := bad.starts.Load(), other.starts.Load()
+				rep, err := c.Run(context.Background(), one, []client.Tool{countingTool(&calls)}, client.Handlers{})
+				badRan, otherRan := bad.starts.Load()-badBefore, other.starts.Load()-otherBefore
+				switch {
+				case badRan+otherRan != 1:
+					t.Fatalf("run %d was started %d times: %d on the misbehaving node, %d on the other (err %v)", run, badRan+otherRan, badRan, otherRan, err)
+				case badRan == 1:
+					m.checkOutcome(t, rep, err)
+				case err != nil || string(rep.Value) != "7":
+					t.Fatalf("run %d on the working node: %v %+v", run, err, rep)
+				}
+			}
+			if calls.Load() != 0 {
+				t.Errorf("the tool ran %d times for calls sent before accepted", calls.Load())
+			}
+		})
 	}
 }
 
