@@ -11,9 +11,16 @@
 //   - the target must match the allowlist (`host:port`, `*.domain:port`);
 //     a raw IP address is never a target;
 //   - the host resolves the name itself (a Resolver, replaceable for
-//     tests) and refuses when any resolved address is private, loopback,
-//     link-local (cloud metadata included), CGNAT, multicast, unspecified
-//     or otherwise reserved, unless the policy names it in AllowPrivate;
+//     tests) and refuses when any resolved address is in a reserved
+//     range, unless the policy names the address in AllowPrivate. The
+//     ranges follow the IANA special-purpose registries (every block not
+//     globally reachable; a dated snapshot in testdata/ checks the
+//     table) plus multicast, all IPv6 outside global unicast 2000::/3
+//     (IPv4-compatible, IPv4-translated and site-local forms among it)
+//     and cloud metadata. IPv4 in IPv6 clothes is judged as IPv4: an
+//     IPv4-mapped address is unmapped, a NAT64 (64:ff9b::/96) or 6to4
+//     (2002::/16) address is judged by the IPv4 address it embeds, and
+//     Teredo is refused whole. A refusal names the range;
 //   - it dials the exact address it checked, so a second DNS answer
 //     (rebinding) is never consulted;
 //   - bytes (both directions together) and connections are capped per run;

@@ -207,6 +207,47 @@ func TestPrivateRangesAreRefused(t *testing.T) {
 	c.Close()
 }
 
+// TestAllowPrivateNamesOnlyWhatItNames: an allowPrivate entry lets its own
+// addresses through and no other — a CIDR up to its edges, an address
+// only itself — whatever else is refused stays refused.
+func TestAllowPrivateNamesOnlyWhatItNames(t *testing.T) {
+	for _, tc := range []struct {
+		allow   []string
+		through []string
+		refused []string
+	}{
+		{[]string{"127.0.0.1"}, []string{"127.0.0.1", "::ffff:127.0.0.1"},
+			[]string{"127.0.0.2", "127.255.255.255", "10.0.0.1", "192.168.1.1", "169.254.169.254", "::1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1"}},
+		{[]string{"10.1.0.0/16"}, []string{"10.1.0.0", "10.1.128.9", "10.1.255.255"},
+			[]string{"10.0.255.255", "10.2.0.0", "172.16.0.1", "127.0.0.1", "fd00::1"}},
+		{[]string{"fd00:1::/32", "192.168.7.7"}, []string{"fd00:1::1", "fd00:1:ffff::1", "192.168.7.7"},
+			[]string{"fd00:2::1", "fd00:ec2::254", "192.168.7.8", "::1"}},
+	} {
+		for _, want := range []bool{true, false} {
+			list := tc.refused
+			if want {
+				list = tc.through
+			}
+			for _, a := range list {
+				res := &mapResolver{answers: map[string][][]netip.Addr{"svc.test.dev": {addrs(a)}}}
+				p, rec := newPolicy(t, Config{Allow: []string{"svc.test.dev:443"}, AllowPrivate: tc.allow}, res)
+				c, err := p.Session().Dial(context.Background(), "svc.test.dev", 443)
+				switch {
+				case want && err != nil:
+					t.Errorf("allowPrivate %v: %s refused: %v", tc.allow, a, err)
+				case want && (len(rec.dialed) != 1 || rec.dialed[0].Addr() != netip.MustParseAddr(a).Unmap()):
+					t.Errorf("allowPrivate %v: %s: dialled %v", tc.allow, a, rec.dialed)
+				case !want && err == nil:
+					t.Errorf("allowPrivate %v: %s was dialled (%v); the policy names only its own entries", tc.allow, a, rec.dialed)
+				}
+				if c != nil {
+					c.Close()
+				}
+			}
+		}
+	}
+}
+
 // TestRebinding: a resolver that answers public, then private. The proxy
 // resolves once and dials the exact address it checked.
 func TestRebinding(t *testing.T) {
@@ -310,6 +351,11 @@ func TestNarrow(t *testing.T) {
 		{[]string{"example.com:443"}, false},
 		{[]string{"api.github.com:80"}, false},
 		{[]string{"*.github.com:443"}, false},
+		// An exact name covers itself, not the names below it.
+		{[]string{"*.api.github.com:443"}, false},
+		{[]string{"x.api.github.com:443"}, false},
+		{[]string{"*.a.example.com:443", "b.a.example.com:443"}, true},
+		{[]string{"*.example.com:8443"}, false},
 		{[]string{"evil.org:443"}, false},
 		{[]string{"a.example.com:443", "evil.org:443"}, false},
 	} {
