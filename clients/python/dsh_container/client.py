@@ -52,7 +52,12 @@ class RefusedError(Exception):
 
 class ProtocolError(Exception):
     """An error frame after the run was accepted (code ``not-started``: the
-    program never ran), or a frame this client cannot accept."""
+    program never ran), a frame this client cannot accept (``bad-frame``,
+    ``binary``, ``too-large``), or a frame the peer was not allowed to send
+    then (``unexpected``: a refused or a second accepted after accepted, or
+    a log, event, call, approval or done before it) -- a daemon, a proxy or
+    a peer posing as one that broke the protocol. The run may have started:
+    a ProtocolError is never retried."""
 
     def __init__(self, code, message):
         super().__init__("dsh-container session: %s: %s" % (code, message))
@@ -63,6 +68,25 @@ class ProtocolError(Exception):
 class ConnectionLostError(Exception):
     """The connection broke after the run was accepted. It is never
     retried: the run executes at most once."""
+
+
+class _Attempt:
+    """One attempt's state: whether the daemon accepted the run."""
+
+    __slots__ = ("url", "accepted")
+
+    def __init__(self, url):
+        self.url = url
+        self.accepted = False
+
+    def then(self):
+        if self.accepted:
+            return "; the run was accepted and is not retried"
+        return "; the run may have started and is not retried"
+
+    def violation(self, code, what):
+        """The peer broke the session protocol: a ProtocolError saying so."""
+        return ProtocolError(code, "the peer at %s %s, a protocol violation%s" % (self.url, what, self.then()))
 
 
 class FrameError(ValueError):
@@ -274,8 +298,11 @@ class Client:
     ``url`` is http://host:port, https://host:port or unix:///path.sock;
     ``token`` a tenant's bearer token (serve --auth); ``ssl`` an
     ``ssl.SSLContext`` for https (server CAs, a client certificate for
-    mTLS), or ``ca_file`` the PEM CA that signed the daemon's certificate. A run refused with 429 is retried up to ``max_retries`` times
-    after the daemon's Retry-After; a run is never retried once accepted.
+    mTLS), or ``ca_file`` the PEM CA that signed the daemon's certificate.
+    A run refused with 429 is retried up to ``max_retries`` times after the
+    daemon's Retry-After; a run is never retried once accepted, whatever
+    follows (a lost connection is ConnectionLostError; a refusal or a frame
+    out of order, a ProtocolError).
     """
 
     def __init__(self, url, token=None, ssl=None, ca_file=None, max_retries=3, max_retry_wait=30.0, max_frame_bytes=64 << 20):
@@ -344,10 +371,12 @@ class Client:
             raise ValueError("language and code are required")
         attempt = 0
         while True:
+            state = _Attempt(self.url)
             try:
-                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, on_approval, runtime, egress)
+                return await self._once(language, code, tools, on_log, on_event, on_accepted, limits, id, _abort_holder, on_approval, runtime, egress, state)
             except RefusedError as e:
-                if e.status != 429 or attempt >= self.max_retries:
+                # A run the daemon accepted is its own, whatever followed.
+                if state.accepted or e.status != 429 or attempt >= self.max_retries:
                     raise
                 attempt += 1
                 await asyncio.sleep(min(max(e.retry_after, 0.1), self.max_retry_wait))
@@ -375,10 +404,11 @@ class Client:
                 raise RefusedError(status, str(e)) from None
             raise ConnectionError("dsh-container: connecting to %s: %s" % (self.url, e)) from e
 
-    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, on_approval=None, runtime=None, egress=None):
+    async def _once(self, language, code, tools, on_log, on_event, on_accepted, limits, id, holder, on_approval=None, runtime=None, egress=None, state=None):
         by_name = {t.name: t for t in tools}
+        if state is None:
+            state = _Attempt(self.url)
         ws = await self._connect()
-        accepted = False
         calls = set()
         try:
             start = {"type": "start", "protocol": PROTOCOL, "language": language, "code": code, "tools": [t.wire() for t in tools]}
@@ -400,18 +430,30 @@ class Client:
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:
-                    if accepted:
+                    if _too_large(e):
+                        # A frame came, and may have been accepted.
+                        raise state.violation("too-large", "sent a frame larger than %d bytes (max_frame_bytes)" % self.max_frame_bytes) from None
+                    if state.accepted:
                         raise ConnectionLostError("the connection was lost after the run was accepted (%s); it is not retried" % e) from None
                     raise ConnectionError("the session closed before the run was accepted: %s" % e) from None
+                if not isinstance(data, str):
+                    raise state.violation("binary", "sent a binary frame")
                 try:
                     f = decode_frame(data)
                 except FrameError as e:
-                    raise ProtocolError("bad-frame", str(e)) from None
+                    raise ProtocolError("bad-frame", str(e) + state.then()) from None
                 t = f["type"]
+                if not state.accepted and t not in ("accepted", "refused", "error"):
+                    # A frame of a running program: the run may have started.
+                    raise state.violation("unexpected", "sent %s before accepted" % t)
                 if t == "refused":
+                    if state.accepted:
+                        raise state.violation("unexpected", "refused the run (%d: %s) after accepting it" % (f["status"], f["error"]))
                     raise RefusedError(f["status"], f["error"], f.get("retryAfterMs", 0) / 1000.0)
                 if t == "accepted":
-                    accepted = True
+                    if state.accepted:
+                        raise state.violation("unexpected", "sent accepted twice")
+                    state.accepted = True
                     if on_accepted:
                         on_accepted(f["id"])
                 elif t == "log":
@@ -433,7 +475,7 @@ class Client:
                 elif t == "error":
                     raise ProtocolError(f["code"], f["message"])
         except asyncio.CancelledError:
-            if accepted:
+            if state.accepted:
                 rep = await _abort(ws)
                 if rep is not None and holder is not None:
                     holder["report"] = rep
@@ -522,6 +564,13 @@ async def _abort(ws):
                 return None
     except Exception:
         return None
+
+
+def _too_large(e):
+    """Whether e is the connection this client closed with 1009 for a frame
+    over max_size (websockets 10 to 15: ConnectionClosed.sent)."""
+    sent = getattr(e, "sent", None)
+    return isinstance(e, websockets.ConnectionClosed) and getattr(sent, "code", None) == 1009
 
 
 def _handshake_status(e):

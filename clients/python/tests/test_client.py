@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import websockets  # noqa: E402
 
-from dsh_container import Client, ConnectionLostError, FrameError, RefusedError, Tool, decode_frame  # noqa: E402
+from dsh_container import Client, ConnectionLostError, FrameError, ProtocolError, RefusedError, Tool, decode_frame  # noqa: E402
 
 VECTORS = os.environ.get("DSH_VECTORS", os.path.join(HERE, "..", "..", "..", "server", "testdata", "session", "vectors.json"))
 URL = os.environ.get("DSH_URL")
@@ -102,6 +102,120 @@ class Retries(unittest.TestCase):
                     await Client(srv.url, max_retries=5).run_async("python", "return 1")
                 return srv.connections
         self.assertEqual(asyncio.run(go()), 1)
+
+
+class Peer:
+    """A websocket server on loopback, in a thread of its own (so that the
+    sync client, which runs its own event loop, can reach it too), that
+    answers every session's start frame with the same script: a list of
+    frames (dicts sent as JSON text, str as raw text, bytes as a binary
+    frame) and, last, how it ends: ("close", code, reason) or "drop" (no
+    close frame: a node that died). It counts the start frames it read."""
+
+    def __init__(self, script, end=("close", 1000, "")):
+        self.script, self.end = script, end
+        self.starts = 0
+
+    async def handler(self, ws, path=None):
+        await ws.recv()  # start
+        self.starts += 1
+        for frame in self.script:
+            await ws.send(json.dumps(frame) if isinstance(frame, dict) else frame)
+        if self.end == "drop":
+            ws.transport.close()
+            return
+        _, code, reason = self.end
+        await ws.close(code, reason)
+
+    async def _serve(self, ready):
+        self.loop = asyncio.get_running_loop()
+        self.stop = asyncio.Event()
+        server = await websockets.serve(self.handler, "127.0.0.1", 0)
+        self.url = "http://127.0.0.1:%d" % list(server.sockets)[0].getsockname()[1]
+        ready.set()
+        await self.stop.wait()
+        server.close()
+        await server.wait_closed()
+
+    def __enter__(self):
+        ready = threading.Event()
+        self.thread = threading.Thread(target=lambda: asyncio.run(self._serve(ready)), daemon=True)
+        self.thread.start()
+        if not ready.wait(30):
+            raise RuntimeError("the peer did not start")
+        return self
+
+    def __exit__(self, *exc):
+        self.loop.call_soon_threadsafe(self.stop.set)
+        self.thread.join(30)
+
+
+ACCEPTED = {"type": "accepted", "id": "r"}
+SIDE_CALL = {"type": "call", "id": "r:code:1", "name": "side", "args": {}}
+HUGE = {"type": "log", "source": "stdout", "text": "x" * 4096}
+
+# What a peer may do after accepted (or, for a running program's frame,
+# before it), and what the client must make of it: (name, frames, end,
+# exception, protocol error code, text the error must contain).
+MISBEHAVIOURS = [
+    ("refused 503 after accepted", [ACCEPTED, {"type": "refused", "status": 503, "error": "shutting down"}], None,
+     ProtocolError, "unexpected", "refused the run (503: shutting down) after accepting it, a protocol violation; the run was accepted and is not retried"),
+    ("refused 429 after accepted", [ACCEPTED, {"type": "refused", "status": 429, "error": "busy", "retryAfterMs": 1}], None,
+     ProtocolError, "unexpected", "refused the run (429: busy) after accepting it"),
+    ("connection dropped after accepted", [ACCEPTED], "drop", ConnectionLostError, None, "it is not retried"),
+    ("normal close after accepted", [ACCEPTED], None, ConnectionLostError, None, "1000"),
+    ("close 1011 after accepted", [ACCEPTED], ("close", 1011, "crashed"), ConnectionLostError, None, "1011"),
+    ("error frame after accepted", [ACCEPTED, {"type": "error", "code": "not-started", "message": "no runner"}], None,
+     ProtocolError, "not-started", "no runner"),
+    ("malformed frame after accepted", [ACCEPTED, '{"type":"refused",'], None,
+     ProtocolError, "bad-frame", "the run was accepted and is not retried"),
+    ("unknown frame after accepted", [ACCEPTED, {"type": "retry"}], None, ProtocolError, "bad-frame", "unknown-type"),
+    ("binary frame after accepted", [ACCEPTED, json.dumps({"type": "done", "report": REPORT}).encode()], None,
+     ProtocolError, "binary", "sent a binary frame, a protocol violation; the run was accepted"),
+    ("oversized frame after accepted", [ACCEPTED, HUGE], None, ProtocolError, "too-large", "larger than 1024 bytes"),
+    ("accepted twice", [ACCEPTED, ACCEPTED], None, ProtocolError, "unexpected", "sent accepted twice"),
+    ("call before accepted, then refused 429", [SIDE_CALL, {"type": "refused", "status": 429, "error": "busy", "retryAfterMs": 1}], None,
+     ProtocolError, "unexpected", "sent call before accepted, a protocol violation; the run may have started and is not retried"),
+    ("log before accepted", [{"type": "log", "source": "stdout", "text": "hi"}], None, ProtocolError, "unexpected", "sent log before accepted"),
+    ("done before accepted", [{"type": "done", "report": REPORT}], None, ProtocolError, "unexpected", "sent done before accepted"),
+    ("oversized frame before accepted", [HUGE], None, ProtocolError, "too-large", "may have started"),
+    ("binary frame before accepted", [json.dumps(ACCEPTED).encode()], None, ProtocolError, "binary", "binary"),
+]
+
+
+class NeverAfterAccepted(unittest.TestCase):
+    """Nothing after accepted is retried, whatever the peer does next, and
+    a running program's frame before accepted is a violation: one start
+    frame per run, the tool of a call before accepted never run; sync and
+    async alike."""
+
+    def check(self, run):
+        for name, frames, end, exc, code, text in MISBEHAVIOURS:
+            with self.subTest(name):
+                calls = []
+                with Peer(frames, end or ("close", 1000, "")) as peer:
+                    client = Client(peer.url, max_retries=5, max_frame_bytes=1024)
+                    with self.assertRaises(exc) as cm:
+                        run(client, {"side": lambda args: calls.append(args) or "done"})
+                    starts = peer.starts
+                if code is not None:
+                    self.assertEqual(cm.exception.code, code)
+                self.assertIn(text, str(cm.exception))
+                self.assertEqual(starts, 1, "the run was started %d times" % starts)
+                self.assertEqual(calls, [], "the tool of a call sent before accepted ran")
+
+    def test_async(self):
+        self.check(lambda client, tools: asyncio.run(client.run_async("python", "return 1", tools=tools)))
+
+    def test_sync(self):
+        self.check(lambda client, tools: client.run("python", "return 1", tools=tools))
+
+    def test_refused_before_accepted_is_retried(self):
+        busy = {"type": "refused", "status": 429, "error": "busy", "retryAfterMs": 1}
+        with Peer([busy]) as peer:
+            with self.assertRaises(RefusedError) as cm:
+                Client(peer.url, max_retries=2).run("python", "return 1")
+            self.assertEqual((cm.exception.status, peer.starts), (429, 3))
 
 
 class Approvals(unittest.TestCase):
