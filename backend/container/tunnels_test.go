@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -344,5 +346,143 @@ func TestEgressOpenStreamsAreCapped(t *testing.T) {
 	defer mu.Unlock()
 	if len(events) != maxOpenStreams+1 {
 		t.Fatalf("%d events, want %d", len(events), maxOpenStreams+1)
+	}
+}
+
+// digestUpstream is a TCP server on loopback that reads exactly n bytes
+// of each connection, answers their SHA-256 in hex, then drains the
+// connection until it closes.
+func digestUpstream(t *testing.T, n int) *upstream {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &upstream{ln: ln}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u.wg.Add(1)
+			go func() {
+				defer u.wg.Done()
+				h := sha256.New()
+				if _, err := io.CopyN(h, c, int64(n)); err == nil {
+					_, _ = io.WriteString(c, hex.EncodeToString(h.Sum(nil)))
+				}
+				_, _ = io.Copy(io.Discard, c)
+				c.Close()
+				u.mu.Lock()
+				u.closed++
+				u.mu.Unlock()
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); u.wg.Wait() })
+	return u
+}
+
+// TestEgressUploadBeyondTheWindow: a runner that keeps to the window
+// (never more than streamWindow bytes unacknowledged) uploads 1 MiB, eight
+// windows, through one stream: every byte reaches upstream in order, is
+// acknowledged, and the stream stays open — acknowledged bytes leave the
+// window.
+func TestEgressUploadBeyondTheWindow(t *testing.T) {
+	const total = 1 << 20
+	up := digestUpstream(t, total)
+	var (
+		mu     sync.Mutex
+		events []egress.Event
+	)
+	pol := testPolicy(t, up.port(), &events, &mu)
+	body := make([]byte, total)
+	for i := range body {
+		body[i] = byte(i % 251)
+	}
+	sum := sha256.Sum256(body)
+	want := hex.EncodeToString(sum[:])
+	var (
+		trace          []string
+		acked, maxOpen int
+		got            []byte
+	)
+	d := newFakeDriver(t, func(ctx context.Context, r *fakeRunner) ExitStatus {
+		r.Conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		run, err := r.handshake()
+		if err != nil || run.Egress == nil {
+			trace = append(trace, fmt.Sprintf("handshake: %v", err))
+			return ExitStatus{Code: 90}
+		}
+		chunk := min(48<<10, (run.Limits.MaxFrameBytes-128)/4*3)
+		r.send(fmt.Sprintf(`{"type":"open","stream":1,"host":"up.test","port":%d}`, up.port()))
+		// One host frame: an ack frees window, a close ends the test.
+		next := func() bool {
+			m, err := r.readHost()
+			if err != nil {
+				trace = append(trace, "read: "+err.Error())
+				return false
+			}
+			switch m := m.(type) {
+			case *portproto.Opened:
+				if !m.OK {
+					trace = append(trace, "refused: "+m.Message)
+					return false
+				}
+			case *portproto.Ack:
+				acked += int(m.Bytes)
+			case *portproto.Data:
+				got = append(got, m.Data...)
+			case *portproto.Close:
+				trace = append(trace, "closed by the host: "+m.Message)
+				return false
+			}
+			return true
+		}
+		for sent := 0; sent < total; {
+			n := min(chunk, total-sent)
+			if sent+n-acked > streamWindow {
+				if !next() {
+					return ExitStatus{Code: 90}
+				}
+				continue
+			}
+			r.send(portproto.Data{Type: portproto.TypeData, Stream: 1, Data: body[sent : sent+n]})
+			sent += n
+			maxOpen = max(maxOpen, sent-acked)
+		}
+		for len(got) < len(want) || acked < total {
+			if !next() {
+				return ExitStatus{Code: 90}
+			}
+		}
+		r.send(`{"type":"close","stream":1}`)
+		r.send(done(`"ok"`))
+		<-ctx.Done()
+		return ExitStatus{}
+	})
+	rt, dir := newTestRuntime(t, d, nil)
+	res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, RunOptions{Egress: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error != nil {
+		t.Fatalf("%+v; trace %q", res.Error, trace)
+	}
+	if string(got) != want || acked != total {
+		t.Fatalf("upstream answered %q for the upload (want %q), %d of %d bytes acknowledged; trace %q", got, want, acked, total, trace)
+	}
+	if maxOpen > streamWindow || maxOpen < streamWindow/2 {
+		t.Fatalf("at most %d bytes were unacknowledged: the test must fill the window and keep to it (%d)", maxOpen, streamWindow)
+	}
+	up.waitClosed(t, 1)
+	rt.Close(context.Background())
+	d.checkNoLeaks(t, dir)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) != 1 || events[0].Outcome != egress.OutcomeOK || events[0].BytesUp != total || events[0].BytesDown != int64(len(want)) {
+		t.Fatalf("events %+v", events)
 	}
 }
