@@ -18,6 +18,7 @@ func FuzzParse(f *testing.F) {
 		`{"tools":{"t":[{"action":"allow","when":[{"path":"p","regex":"a+"}]},{"action":"ask"}]}}`,
 		`{"egress":{"allow":["*.example.com:443"],"maxBytes":1,"allowPrivate":["10.0.0.0/8"]}}`,
 		`{"tools":{"t":{"action":"deny","when":[{"path":"a","prefix":"/"}]}}}`,
+		`{"tools":{"t":{"action":"deny","when":[{"path":"a.01","regex":"1.*"}]}}}`,
 	} {
 		f.Add(s, `{"a":[{"b":{"x":[1,2500]}}],"p":"aaa"}`)
 	}

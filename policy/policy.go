@@ -273,7 +273,9 @@ func parseCondition(where string, raw json.RawMessage) (Condition, error) {
 	return c, nil
 }
 
-// splitPath splits a dot path; every segment must be non-empty.
+// splitPath splits a dot path; every segment must be non-empty, and one
+// written as a number must be an array index in canonical decimal (see
+// indexLike).
 func splitPath(path string) ([]string, error) {
 	if path == "" {
 		return nil, fmt.Errorf("empty path")
@@ -283,8 +285,27 @@ func splitPath(path string) ([]string, error) {
 		if s == "" {
 			return nil, fmt.Errorf("path %q has an empty segment at position %d", path, i)
 		}
+		if indexLike(s) && !canonicalIndex(s) {
+			return nil, fmt.Errorf("path %q: segment %d %q is not an array index: write an index in decimal from 0, without sign, spaces or leading zeros (\"0\", \"12\")", path, i, s)
+		}
 	}
 	return segs, nil
+}
+
+// indexLike reports a segment written as a number: ASCII digits, after
+// optional spaces and an optional sign ("01", "+1", "-0", " 1").
+func indexLike(s string) bool {
+	s = strings.TrimSpace(s)
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// canonicalIndex reports an array index as lookup reads it: decimal from
+// 0, digits only, no leading zero but in "0" itself.
+func canonicalIndex(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == "" && (s == "0" || s[0] != '0')
 }
 
 func action(where string, raw json.RawMessage) (Action, error) {

@@ -41,6 +41,13 @@ func TestParseErrors(t *testing.T) {
 		{"empty path", `{"tools":{"t":{"action":"deny","when":[{"path":"","equals":"x"}]}}}`, `tools.t.when[0].path: empty path`},
 		{"empty segment", `{"tools":{"t":{"action":"deny","when":[{"path":"a..b","equals":"x"}]}}}`, `tools.t.when[0].path: path "a..b" has an empty segment at position 1`},
 		{"path not string", `{"tools":{"t":{"action":"deny","when":[{"path":1,"equals":"x"}]}}}`, `tools.t.when[0].path: must be a string`},
+		{"index with a leading zero", `{"tools":{"t":{"action":"deny","when":[{"path":"items.01.name","equals":"x"}]}}}`, `tools.t.when[0].path: path "items.01.name": segment 1 "01" is not an array index: write an index in decimal from 0, without sign, spaces or leading zeros`},
+		{"index 00", `{"tools":{"t":[{"action":"allow"},{"action":"deny","when":[{"path":"00","equals":"x"}]}]}}`, `tools.t[1].when[0].path: path "00": segment 0 "00" is not an array index`},
+		{"index with a plus", `{"tools":{"t":{"action":"deny","when":[{"path":"items.+1","equals":"x"}]}}}`, `path "items.+1": segment 1 "+1" is not an array index`},
+		{"negative zero index", `{"tools":{"t":{"action":"deny","when":[{"path":"items.-0","equals":"x"}]}}}`, `path "items.-0": segment 1 "-0" is not an array index`},
+		{"negative index", `{"tools":{"t":{"action":"deny","when":[{"path":"items.-1","equals":"x"}]}}}`, `segment 1 "-1" is not an array index`},
+		{"index with a space", `{"tools":{"t":{"action":"deny","when":[{"path":"items. 1","prefix":"x"}]}}}`, `path "items. 1": segment 1 " 1" is not an array index`},
+		{"index with a trailing space", `{"tools":{"t":{"action":"deny","when":[{"path":"items.1 .name","regex":"x"}]}}}`, `segment 1 "1 " is not an array index`},
 		{"bad regex", `{"tools":{"t":{"action":"deny","when":[{"path":"a","regex":"(x"}]}}}`, `tools.t.when[0].regex: not an RE2 expression`},
 		{"backreference is not RE2", `{"tools":{"t":{"action":"deny","when":[{"path":"a","regex":"(a)\\1"}]}}}`, `not an RE2 expression`},
 		{"prefix not string", `{"tools":{"t":{"action":"deny","when":[{"path":"a","prefix":1}]}}}`, `tools.t.when[0].prefix: must be a string`},
@@ -126,6 +133,68 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Decide = %s (%s), want %s (%s)", a, rule, tc.want, tc.rule)
 			}
 		})
+	}
+}
+
+// Canonical indices and keys that are not numbers parse; a huge index is
+// canonical (it names no element, and can be an object's key).
+func TestPathSegments(t *testing.T) {
+	for _, path := range []string{"0", "12", "items.0.name", "a.10", "x1", "1a", "0x1", "1e2", "-", "+", " ", "a b", "99999999999999999999"} {
+		file := `{"tools":{"t":{"action":"deny","when":[{"path":` + jsonString(path) + `,"equals":1}]}}}`
+		if _, err := Parse([]byte(file)); err != nil {
+			t.Errorf("path %q: %v", path, err)
+		}
+	}
+	p, err := Parse([]byte(`{"tools":{"t":{"action":"deny","when":[{"path":"a.10","equals":1}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := p.Decide(exec("t", `{"a":[0,0,0,0,0,0,0,0,0,0,1]}`)); a != Deny {
+		t.Errorf("a.10 on an array: %s", a)
+	}
+	if a, _ := p.Decide(exec("t", `{"a":{"10":1}}`)); a != Deny {
+		t.Errorf("a.10 on an object: %s", a)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// regex and prefix match strings only: a number, boolean, null, array or
+// object never matches, even where its text would (12 as "12" against
+// 1.*, true as "true" against t.*); the same values as strings do.
+func TestRegexAndPrefixMatchOnlyStrings(t *testing.T) {
+	p, err := Parse([]byte(`{"default":"allow","tools":{
+	  "re1":  {"action":"deny","when":[{"path":"v","regex":"1.*"}]},
+	  "reT":  {"action":"deny","when":[{"path":"v","regex":"t.*"}]},
+	  "reN":  {"action":"deny","when":[{"path":"v","regex":"n.*"}]},
+	  "reAll":{"action":"deny","when":[{"path":"v","regex":"(?s).*"}]},
+	  "pre1": {"action":"deny","when":[{"path":"v","prefix":"1"}]},
+	  "preT": {"action":"deny","when":[{"path":"v","prefix":"t"}]},
+	  "preN": {"action":"deny","when":[{"path":"v","prefix":"n"}]},
+	  "preNone": {"action":"deny","when":[{"path":"v","prefix":""}]}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		tool, value string
+		want        Action
+	}{
+		{"re1", `12`, Allow}, {"re1", `1.5e3`, Allow}, {"re1", `"12"`, Deny},
+		{"reT", `true`, Allow}, {"reT", `"true"`, Deny},
+		{"reN", `null`, Allow}, {"reN", `"null"`, Deny},
+		{"reAll", `12`, Allow}, {"reAll", `false`, Allow}, {"reAll", `null`, Allow}, {"reAll", `[1]`, Allow}, {"reAll", `{"a":1}`, Allow}, {"reAll", `""`, Deny},
+		{"pre1", `12`, Allow}, {"pre1", `"12"`, Deny},
+		{"preT", `true`, Allow}, {"preT", `"tea"`, Deny},
+		{"preN", `null`, Allow}, {"preN", `"no"`, Deny},
+		{"preNone", `0`, Allow}, {"preNone", `[]`, Allow}, {"preNone", `{}`, Allow}, {"preNone", `""`, Deny},
+	} {
+		if a, rule := p.Decide(exec(tc.tool, `{"v":`+tc.value+`}`)); a != tc.want {
+			t.Errorf("%s on %s: %s (%s), want %s", tc.tool, tc.value, a, rule, tc.want)
+		}
 	}
 }
 
