@@ -19,6 +19,21 @@
 // visited once, nesting beyond MaxDepth renders as unknown, and JSON nested
 // deeper than the renderer could use is skipped without recursion.
 //
+// # Text from the tools
+//
+// Names, descriptions, keys and values come from the tools' authors
+// (upstream MCP servers among them) and may try to hide text from a
+// reader or reorder what they see. No SDK text — declarations, stubs,
+// prompts, index — holds a character that does not show as itself (see
+// printable): the Unicode bidi controls (U+202A–U+202E, U+2066–U+2069,
+// U+200E, U+200F, U+061C), other format characters (zero-width spaces and
+// joiners, the byte order mark, the soft hyphen, tag characters), spaces
+// other than U+0020, line separators and controls. In string literals
+// (tool names, keys, enum and const values, sources) they are escaped, so
+// the value stays exact; in free text (descriptions, as doc comments,
+// docstrings, comments and index summaries) plainText turns a control
+// into U+FFFD and any other such character into a space.
+//
 // # Schema mapping
 //
 // string, number, integer (number in TypeScript, int in Python), boolean,

@@ -140,23 +140,20 @@ func indexLine(t Tool) string {
 }
 
 // summary returns the first sentence of a description on one line: the
-// text up to the first blank line, whitespace and control characters
-// collapsed to single spaces, cut after the first ".", "!" or "?" that
-// ends the text or is followed by a space and a character other than a
-// lower-case letter (so "e.g. this" goes on), and at most MaxIndexSummary
-// bytes (cut at a word boundary, then "…").
+// description's plainText up to the first blank line, whitespace collapsed
+// to single spaces, cut after the first ".", "!" or "?" that ends the text
+// or is followed by a space and a character other than a lower-case letter
+// (so "e.g. this" goes on), and at most MaxIndexSummary bytes (cut at a
+// word boundary, then "…").
 func summary(desc string) string {
-	desc = validUTF8(desc)
-	desc = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(desc)
+	desc = plainText(desc)
 	for _, para := range strings.Split(desc, "\n\n") {
 		if strings.TrimSpace(para) != "" {
 			desc = para
 			break
 		}
 	}
-	desc = strings.Join(strings.FieldsFunc(desc, func(r rune) bool {
-		return unicode.IsSpace(r) || !unicode.IsPrint(r) && r != utf8.RuneError
-	}), " ")
+	desc = strings.Join(strings.Fields(desc), " ")
 	for i := 0; i < len(desc); i++ {
 		if c := desc[i]; (c == '.' || c == '!' || c == '?') && (i+1 == len(desc) || desc[i+1] == ' ' && !lowerAt(desc, i+2)) {
 			desc = desc[:i+1]

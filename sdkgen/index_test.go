@@ -277,7 +277,7 @@ func TestSummary(t *testing.T) {
 		{"Version 1.2 is out. More.", "Version 1.2 is out."},
 		{"  lead\n  and   wrapped\tline.\n\nSecond paragraph.", "lead and wrapped line."},
 		{"\n\n\nAfter blank lines. X", "After blank lines."},
-		{"line\u2028sep\u0085nel\x07bell\u202eRLO", "line sep nel bell RLO"},
+		{"line\u2028sep\u0085nel\x07bell\u202eRLO\u2066LRI\u200bZWSP", "line sep\uFFFDnel\uFFFDbell RLO LRI ZWSP"},
 		{"bad\xffutf8.", "bad\uFFFDutf8."},
 		{"a.b.c", "a.b.c"},
 		{long, strings.TrimSpace(strings.Repeat("word ", 39)) + "…"},

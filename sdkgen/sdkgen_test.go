@@ -138,6 +138,7 @@ func TestDocLines(t *testing.T) {
 		{"\n\n  a  \n\nb\t\n\n", []string{"  a", "", "b"}},
 		{"a\r\nb\rc\u2028d\u2029e", []string{"a", "b", "c", "d", "e"}},
 		{"x\x00y\x1bz\u0085w\tv", []string{"x�y�z�w\tv"}},
+		{"a\u202eb\u2066c\u2069d\u200fe\u00a0f\U000E0041g", []string{"a b c d e f g"}},
 		{"bad\xff", []string{"bad�"}},
 	}
 	for _, tt := range tests {
@@ -173,7 +174,7 @@ func TestPyDocstring(t *testing.T) {
 		{`say "hi"`, `"""say "hi\""""` + "\n"},
 		{`a """ b`, `"""a \"\"" b"""` + "\n"},
 		{`C:\dir\n`, `"""C:\\dir\\n"""` + "\n"},
-		{"a\tb\u200bc", `"""a\tb\u200bc"""` + "\n"},
+		{"a\tb\u200bc", `"""a\tb c"""` + "\n"},
 		{"first \"\nsecond \"", "\"\"\"first \"\n  second \"\n  \"\"\"\n"},
 	}
 	for _, tt := range tests {

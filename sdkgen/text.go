@@ -8,10 +8,52 @@ import (
 	"unicode/utf8"
 )
 
+// printable reports whether r shows as itself, and only as itself, in an
+// SDK text: ASCII from space to "~", or a non-ASCII letter, mark, number,
+// punctuation or symbol (unicode.IsPrint). Every other character — a
+// control, a line or paragraph separator, a space other than U+0020, a
+// format character (the bidi embeddings, overrides and isolates
+// U+202A–U+202E and U+2066–U+2069, the marks U+200E, U+200F and U+061C,
+// zero-width spaces and joiners, the byte order mark, the soft hyphen,
+// tag characters), a private-use or unassigned code point — could hide
+// text from a reader or reorder what they see, and never reaches an SDK
+// text as itself: string literals escape it (quoteTS, quotePy), free text
+// is rewritten by plainText.
+func printable(r rune) bool {
+	return r < utf8.RuneSelf && r >= 0x20 && r != 0x7f || r >= utf8.RuneSelf && unicode.IsPrint(r)
+}
+
+// plainText is free text from a tool's author — a description, of the tool
+// or of a schema property — as every SDK text shows it (doc comments,
+// docstrings, comments and the index): invalid UTF-8 becomes U+FFFD; every
+// line terminator either language knows (CR LF, CR, U+2028, U+2029)
+// becomes "\n"; "\n" and tab stay; any other control character becomes
+// U+FFFD, visible where the text was damaged or hostile; and every other
+// character that is not printable (a bidi control, an invisible format
+// character, an unusual space) becomes a space, so that neither a model
+// nor a person reviewing the prompt reads hidden or reordered text, and
+// words stay apart. This is the one place that decides what free text may
+// hold.
+func plainText(s string) string {
+	s = validUTF8(s)
+	s = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(s)
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t' || printable(r):
+			return r
+		case unicode.IsControl(r):
+			return utf8.RuneError
+		}
+		return ' '
+	}, s)
+}
+
 // quoteTS returns s as a double-quoted TypeScript string literal. Quotes,
-// backslashes and every non-printable character (controls, line and
-// paragraph separators, format characters) are escaped, so the literal
-// never spans lines and never hides text; printable non-ASCII is kept.
+// backslashes and every character that is not printable (controls, line
+// and paragraph separators, format characters such as bidi controls) are
+// escaped, so the literal never spans lines, never hides text and keeps
+// its value exactly (a tool's name must be written as it is); printable
+// non-ASCII is kept.
 func quoteTS(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
@@ -29,7 +71,7 @@ func quoteTS(s string) string {
 		case '\t':
 			b.WriteString(`\t`)
 		default:
-			if r < utf8.RuneSelf && r >= 0x20 && r != 0x7f || r >= utf8.RuneSelf && unicode.IsPrint(r) {
+			if printable(r) {
 				b.WriteRune(r)
 				continue
 			}
@@ -73,7 +115,7 @@ func writePyEscaped(b *strings.Builder, s string) {
 			b.WriteString(`\t`)
 		default:
 			switch {
-			case r < utf8.RuneSelf && r >= 0x20 && r != 0x7f || r >= utf8.RuneSelf && unicode.IsPrint(r):
+			case printable(r):
 				b.WriteRune(r)
 			case r < 0x100:
 				fmt.Fprintf(b, `\x%02x`, r)
@@ -86,21 +128,12 @@ func writePyEscaped(b *strings.Builder, s string) {
 	}
 }
 
-// docLines turns a description into the lines of a doc comment or
-// docstring: invalid UTF-8 becomes U+FFFD, every line terminator either
-// language knows (CR LF, CR, U+2028, U+2029) becomes a line break, other
-// control characters except tab become U+FFFD, trailing spaces and leading
-// or trailing blank lines are dropped. An empty result means no doc.
+// docLines turns a description into the lines of a doc comment,
+// docstring or comment: its plainText, split at line breaks, with trailing
+// spaces and leading or trailing blank lines dropped. An empty result
+// means no doc.
 func docLines(s string) []string {
-	s = validUTF8(s)
-	s = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u2028", "\n", "\u2029", "\n").Replace(s)
-	s = strings.Map(func(r rune) rune {
-		if r != '\n' && r != '\t' && unicode.IsControl(r) {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
-	lines := strings.Split(s, "\n")
+	lines := strings.Split(plainText(s), "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimRight(l, " \t")
 	}

@@ -72,7 +72,7 @@ class TabsArgs(TypedDict):
     p: NotRequired[str]
 
 class UnicodeArgs(TypedDict):
-    # 日本語の説明 — café ✓ 😀 family 👨‍👩‍👧 bidi ‮evil‬ bom ﻿ zwsp ​
+    # 日本語の説明 — café ✓ 😀 family 👨 👩 👧 bidi  evil  bom   zwsp
     p: NotRequired[str]
 
 class WhitespaceArgs(TypedDict):
@@ -152,7 +152,7 @@ class Tools:
         ...
 
     async def unicode(self, args: UnicodeArgs) -> str:
-        """日本語の説明 — café ✓ 😀 family 👨\u200d👩\u200d👧 bidi \u202eevil\u202c bom \ufeff zwsp \u200b"""
+        """日本語の説明 — café ✓ 😀 family 👨 👩 👧 bidi  evil  bom   zwsp"""
         ...
 
     async def whitespace(self, args: WhitespaceArgs) -> str:

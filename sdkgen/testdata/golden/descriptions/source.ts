@@ -115,9 +115,9 @@ declare const tools: {
      */
     p?: string;
   }) => Promise<string>;
-  /** 日本語の説明 — café ✓ 😀 family 👨‍👩‍👧 bidi ‮evil‬ bom ﻿ zwsp ​ */
+  /** 日本語の説明 — café ✓ 😀 family 👨 👩 👧 bidi  evil  bom   zwsp */
   "unicode": (args: {
-    /** 日本語の説明 — café ✓ 😀 family 👨‍👩‍👧 bidi ‮evil‬ bom ﻿ zwsp ​ */
+    /** 日本語の説明 — café ✓ 😀 family 👨 👩 👧 bidi  evil  bom   zwsp */
     p?: string;
   }) => Promise<string>;
   /**   leading blank lines and trailing spaces */
