@@ -45,6 +45,9 @@ type sandbox struct {
 	// peakMemory is the most memory the container was seen to use (0 when
 	// the driver cannot tell): see sampleMemory.
 	peakMemory atomic.Int64
+	// meterTick, when set, replaces the CPU meter's ticker (tests: see
+	// Runtime.meterTick).
+	meterTick func() (<-chan time.Time, func())
 
 	// Binding calls run under callCtx, cancelled at settlement; calls
 	// tracks them so teardown can wait for quiescence. settled is set (under
@@ -78,7 +81,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("%w: the bridge endpoint: %w", errdefs.ErrUnavailable, err)
 	}
-	sb := &sandbox{driver: r.driver, cpu: r.driver.(CPUMeter), runID: runID, bridge: newBridge(ep, l.FrameBytes), limits: l, lang: r.opts.language, exitGrace: exitGraceFor(r.opts.ociRuntime), out: &logSink{max: l.LogBytes}, orphans: &r.orphans}
+	sb := &sandbox{driver: r.driver, cpu: r.driver.(CPUMeter), runID: runID, bridge: newBridge(ep, l.FrameBytes), limits: l, lang: r.opts.language, exitGrace: exitGraceFor(r.opts.ociRuntime), out: &logSink{max: l.LogBytes}, orphans: &r.orphans, meterTick: r.meterTick}
 	defer func() {
 		if retErr != nil {
 			sb.teardown(ctx, log)

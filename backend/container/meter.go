@@ -48,14 +48,14 @@ func (sb *sandbox) startMeter(ctx context.Context, base, limit time.Duration) *m
 	}
 	go func() {
 		defer close(m.done)
-		t := time.NewTicker(computePoll)
-		defer t.Stop()
+		tick, stopTick := sb.meterTicks()
+		defer stopTick()
 		lastOK := time.Now()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-tick:
 			}
 			sb.sampleMemory(ctx)
 			// A sample that hangs counts as failed: it must not stop
@@ -92,6 +92,16 @@ func (sb *sandbox) startMeter(ctx context.Context, base, limit time.Duration) *m
 		}
 	}()
 	return m
+}
+
+// meterTicks is when the meter samples: every computePoll, unless a test
+// set the sandbox's meterTick.
+func (sb *sandbox) meterTicks() (<-chan time.Time, func()) {
+	if sb.meterTick != nil {
+		return sb.meterTick()
+	}
+	t := time.NewTicker(computePoll)
+	return t.C, t.Stop
 }
 
 // stop ends sampling and returns the CPU time used (0 when unmetered).

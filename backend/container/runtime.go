@@ -39,6 +39,11 @@ type Runtime struct {
 	// slots admits running runs; queued counts runs waiting for a slot.
 	slots  chan struct{}
 	queued chan struct{}
+
+	// meterTick, when set before the first run, is when every sandbox's
+	// CPU meter samples instead of every computePoll: a test that must
+	// know which samples a run took sets it.
+	meterTick func() (<-chan time.Time, func())
 }
 
 // ErrOverloaded is returned by Run when the admission queue is full. It
