@@ -52,3 +52,44 @@ func TestIsGVisor(t *testing.T) {
 		}
 	}
 }
+
+// Under gVisor, mknod and mknodat create regular files, FIFOs and sockets
+// but no device node: those fall to the default action (EPERM), as the
+// host kernel answers a caller without CAP_MKNOD. Under runc the profile
+// leaves mknod to the kernel.
+func TestForGVisorRefusesDeviceNodes(t *testing.T) {
+	p := Profile()
+	g := ForGVisor(p)
+	for _, r := range g.Syscalls {
+		for _, n := range r.Names {
+			if (n == "mknod" || n == "mknodat") && len(r.Args) == 0 {
+				t.Fatalf("%s allowed without condition under gVisor: %s", n, condition(r))
+			}
+		}
+	}
+	for _, name := range []string{"mknod", "mknodat"} {
+		mode := mknodMode[name]
+		for _, c := range []struct {
+			mode uint64
+			want string
+		}{
+			{0o644, "allow"}, {sIFREG | 0o644, "allow"}, {sIFIFO | 0o600, "allow"}, {sIFSOCK | 0o755, "allow"},
+			{sIFCHR | 0o666, "default"}, {sIFBLK | 0o666, "default"}, {sIFCHR | 0o4777, "default"},
+			{0o040000 | 0o755, "default"}, {sIFMT, "default"},
+		} {
+			var args [6]uint64
+			args[mode] = c.mode
+			if got := decide(t, g, name, args); got != c.want {
+				t.Errorf("%s with mode %#o under gVisor: %s, want %s", name, c.mode, got, c.want)
+			}
+			// The profile for runc allows every mknod: the kernel refuses
+			// a device node to a caller without CAP_MKNOD.
+			if got := decide(t, p, name, args); got != "allow" {
+				t.Errorf("%s with mode %#o under runc: %s, want allow", name, c.mode, got)
+			}
+		}
+	}
+	if g.DefaultAction != specs.ActErrno || *g.DefaultErrnoRet != 1 {
+		t.Errorf("default %s %v: a device node would not be refused with EPERM", g.DefaultAction, g.DefaultErrnoRet)
+	}
+}

@@ -69,6 +69,13 @@ var removals = []removal{
 	// /dev/shm, also noexec) is mounted noexec. Neither Node nor CPython
 	// needs it to run.
 	{"memfd_create", "an ELF written to a memfd executes, bypassing noexec on /tmp and /dev/shm; neither runner needs it"},
+
+	// socketcall is the 32-bit x86 multiplexer of the socket calls: its
+	// arguments sit in memory, where no filter reads them, so a
+	// socket(AF_ALG) made through it would pass any rule on socket's
+	// family. Profile does not list the 32-bit ABIs at all; this keeps
+	// the multiplexer out if they come back.
+	{"socketcall", "x86's socket multiplexer: its arguments are in memory, out of a filter's reach, a way around the rules on socket's address family; the runners are 64-bit"},
 }
 
 // Removed returns the system calls Profile takes away from Default, sorted.

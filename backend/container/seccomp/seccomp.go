@@ -21,14 +21,29 @@ var archOf = map[string]specs.Arch{
 	"arm64": specs.ArchAARCH64,
 }
 
+// nativeArches are the architectures of Profile: the hosts' own ABIs,
+// without the 32-bit (x86, arm) and x32 ones moby's default admits beside
+// them. Neither runner is a 32-bit or x32 program, and those ABIs reach
+// the kernel through its compat layer, whose system calls take their
+// arguments in other shapes — socketcall(2), x86's multiplexer, passes
+// socket's family in memory no filter reads, a way around socketRules. A
+// system call made through an architecture a profile does not list is
+// the OCI runtime's "bad architecture" case: runc (libseccomp) kills the
+// calling thread, gVisor has no 32-bit ABIs at all.
+var nativeArches = []specs.Arch{specs.ArchX86_64, specs.ArchAARCH64}
+
 // Profile returns the profile every program's container runs under:
-// Default without the calls of Removed. The result is freshly built; the
-// caller may change it.
+// Default without the calls of Removed, with socket and socketpair
+// narrowed to the address families of SocketFamilies (any other answers
+// EAFNOSUPPORT), for the hosts' native ABIs only. The result is freshly
+// built; the caller may change it.
 func Profile() *specs.LinuxSeccomp {
 	p := Default()
 	for i := range p.Syscalls {
-		p.Syscalls[i].Names = slices.DeleteFunc(p.Syscalls[i].Names, isRemoved)
+		p.Syscalls[i].Names = slices.DeleteFunc(p.Syscalls[i].Names, func(n string) bool { return isRemoved(n) || isNarrowed(n) })
 	}
+	p.Syscalls = append(p.Syscalls, socketRules()...)
+	p.Architectures = slices.Clone(nativeArches)
 	return canonical(p)
 }
 
