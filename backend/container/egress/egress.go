@@ -702,6 +702,13 @@ type Conn struct {
 	s     *Session
 	start time.Time
 
+	// io is held shared by each Read and Write until it has counted its
+	// bytes, and exclusively by Close before it takes the Event: closing
+	// the connection ends the I/O in flight, and the Event then counts
+	// every byte that crossed (a Write that had sent its bytes but not
+	// counted them was missing from it).
+	io sync.RWMutex
+
 	mu     sync.Mutex
 	ev     Event
 	capped bool
@@ -729,6 +736,8 @@ func (c *Conn) take(n int) int {
 }
 
 func (c *Conn) Read(b []byte) (int, error) {
+	c.io.RLock()
+	defer c.io.RUnlock()
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		got := c.take(n)
@@ -749,6 +758,8 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 func (c *Conn) Write(b []byte) (int, error) {
+	c.io.RLock()
+	defer c.io.RUnlock()
 	got := c.take(len(b))
 	n, err := c.Conn.Write(b[:got])
 	c.mu.Lock()
@@ -791,13 +802,16 @@ func (c *Conn) Result() (up, down int64, problem string) {
 
 // Close closes the connection and reports its Event (once).
 func (c *Conn) Close() error {
-	err := c.Conn.Close()
 	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	already := c.closed
+	c.closed = true // errors from here on are this closing's, not a broken connection
+	c.mu.Unlock()
+	err := c.Conn.Close()
+	if already {
 		return err
 	}
-	c.closed = true
+	c.io.Lock() // the Reads and Writes that were in flight have counted
+	c.mu.Lock()
 	ev := c.ev
 	switch {
 	case c.capped:
@@ -809,6 +823,7 @@ func (c *Conn) Close() error {
 	}
 	ev.DurationMs = time.Since(c.start).Milliseconds()
 	c.mu.Unlock()
+	c.io.Unlock()
 	c.s.p.emit(ev)
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // mapResolver answers from a table; answers[name] is consumed one answer
@@ -393,5 +394,90 @@ func TestWithEventsChains(t *testing.T) {
 	_, _ = p.Session().Dial(context.Background(), "nope.test.dev", 443)
 	if len(mine) != 1 || len(rec.events) != 2 {
 		t.Fatalf("run's %d, operator's %d", len(mine), len(rec.events))
+	}
+}
+
+// inFlightConn is an upstream connection whose Read and Write have moved
+// their bytes but return only once the connection is closed and the
+// Event is out — or, where Close rightly waits for them, a moment later.
+type inFlightConn struct {
+	net.Conn
+	entered, closed, emitted chan struct{}
+	once                     sync.Once
+	err                      error // what the I/O in flight fails with
+}
+
+func (c *inFlightConn) hold() {
+	close(c.entered)
+	<-c.closed
+	select {
+	case <-c.emitted: // the Event went out before the I/O counted
+	case <-time.After(200 * time.Millisecond): // Close waits for the I/O: bounds that wait, never the verdict
+	}
+}
+
+func (c *inFlightConn) Write(b []byte) (int, error) {
+	c.hold()
+	if c.err != nil {
+		return 0, c.err
+	}
+	return len(b), nil
+}
+
+func (c *inFlightConn) Read(b []byte) (int, error) {
+	c.hold()
+	if c.err != nil {
+		return 0, c.err
+	}
+	return copy(b, "pong"), nil
+}
+func (c *inFlightConn) Close() error { c.once.Do(func() { close(c.closed) }); return nil }
+
+// TestEventCountsBytesInFlightAtClose: a Read and a Write in flight when
+// the connection closes (the tunnel closes it from another goroutine once
+// the run settles) count in the Event: it is taken after they counted.
+// I/O that fails because of that closing does not make the connection
+// "failed".
+func TestEventCountsBytesInFlightAtClose(t *testing.T) {
+	for _, op := range []string{"write", "read", "write cut by the close", "read cut by the close"} {
+		t.Run(op, func(t *testing.T) {
+			inner := &inFlightConn{entered: make(chan struct{}), closed: make(chan struct{}), emitted: make(chan struct{})}
+			if strings.HasSuffix(op, "cut by the close") {
+				inner.err = io.ErrClosedPipe
+			}
+			var ev Event
+			res := &mapResolver{answers: map[string][][]netip.Addr{"api.test.dev": {addrs("93.184.216.34")}}}
+			p, err := New(Config{Allow: []string{"api.test.dev:443"}, Resolver: res,
+				Dial:    func(context.Context, netip.AddrPort) (net.Conn, error) { return inner, nil },
+				OnEvent: func(e Event) { ev = e; close(inner.emitted) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := p.Session().Dial(context.Background(), "api.test.dev", 443)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				var err error
+				if strings.HasPrefix(op, "write") {
+					_, err = c.Write([]byte("hello"))
+				} else {
+					_, err = c.Read(make([]byte, 16))
+				}
+				done <- err
+			}()
+			<-inner.entered
+			c.Close()
+			if err := <-done; err != inner.err {
+				t.Fatal(err)
+			}
+			if ev.Outcome != OutcomeOK || ev.Reason != "" || (inner.err == nil && ev.BytesUp+ev.BytesDown == 0) {
+				t.Fatalf("event %+v after a %s in flight at Close: want ok, counting the bytes that crossed", ev, op)
+			}
+			if up, down, _ := c.Result(); up != ev.BytesUp || down != ev.BytesDown {
+				t.Fatalf("event %+v, connection %d up %d down", ev, up, down)
+			}
+		})
 	}
 }
