@@ -10,7 +10,15 @@
 //	runner → host  call   {type, id, global, name, args}      any number, ids increasing
 //	host → runner  result {type, id, ok, value? | message?}   one per accepted call
 //	runner → host  log    {type, source, level?, text}        any number
-//	runner → host  done   {type, ok, value?, valueKind?, truncated?, error?}  last frame
+//	runner → host  done   {type, ok, value?, valueKind?, truncated?, error?, exit?}  last frame
+//
+// A failed done carries the program's error; one that also carries "exit"
+// ({status}) says the program ended its own process before returning
+// (process.exit, sys.exit, os._exit…, at any status, 0 included): the run
+// failed with kind exit, error.message saying how ("process.exit(0)",
+// "SystemExit: bye", "os._exit(3)") and error.stack where. A runner that
+// cannot send it (its process was killed, or exited beneath the runner)
+// sends no done at all: the host reports the container's exit status.
 //
 // Egress streams, only in a run whose run frame carries "egress" (see
 // RunEgress; backend/container/egress decides each connection):
@@ -189,6 +197,9 @@ type Done struct {
 	// Truncated reports the runner cut Value to Limits.MaxValueBytes.
 	Truncated bool          `json:"truncated,omitempty"`
 	Error     *ProgramError `json:"error,omitempty"`
+	// Exit, on a failed done, reports that the program ended its own
+	// process before returning; Error then says how and where.
+	Exit *ProgramExit `json:"exit,omitempty"`
 	// Timings are the runner's own account of the run, optional: the
 	// host uses them only to report where a run's time went (bench).
 	Timings *Timings `json:"timings,omitempty"`
@@ -213,6 +224,16 @@ type ProgramError struct {
 	Message string `json:"message"`
 	Stack   string `json:"stack,omitempty"`
 }
+
+// ProgramExit is a program's exit before it returned: Status is the exit
+// status its process would have had (0..255; process.exit(256) is 0, as the
+// kernel would have it).
+type ProgramExit struct {
+	Status int `json:"status"`
+}
+
+// MaxExitStatus is the largest exit status a process has.
+const MaxExitStatus = 255
 
 func (*Hello) MessageType() Type  { return TypeHello }
 func (*Run) MessageType() Type    { return TypeRun }
@@ -356,7 +377,7 @@ var fields = map[Type]map[string]bool{
 	TypeCall:   set("type", "id", "global", "name", "args"),
 	TypeResult: set("type", "id", "ok", "value", "message"),
 	TypeLog:    set("type", "source", "level", "text"),
-	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error", "timings"),
+	TypeDone:   set("type", "ok", "value", "valueKind", "truncated", "error", "exit", "timings"),
 	TypeOpen:   set("type", "stream", "host", "port"),
 	TypeOpened: set("type", "stream", "ok", "message"),
 	TypeData:   set("type", "stream", "data"),
@@ -370,6 +391,7 @@ var (
 	errorFields   = set("name", "message", "stack")
 	egressFields  = set("ca", "window")
 	timingFields  = set("compileUs", "evaluateUs", "renderUs")
+	exitFields    = set("status")
 )
 
 func checkKeys(t Type, prefix string, keys map[string]json.RawMessage, allowed map[string]bool) error {
@@ -428,6 +450,12 @@ func strictUnmarshal(members map[string]json.RawMessage, msg Message) error {
 		var timings map[string]json.RawMessage
 		if json.Unmarshal(members["timings"], &timings) == nil {
 			if err := checkKeys(TypeDone, "timings.", timings, timingFields); err != nil {
+				return err
+			}
+		}
+		var exit map[string]json.RawMessage
+		if json.Unmarshal(members["exit"], &exit) == nil {
+			if err := checkKeys(TypeDone, "exit.", exit, exitFields); err != nil {
 				return err
 			}
 		}
@@ -612,6 +640,14 @@ func validate(m Message) error {
 				if v < 0 || v > MaxTimingUs {
 					return protoErr(CodeBadField, "done: timings: %d µs is out of range [0, %d]", v, int64(MaxTimingUs))
 				}
+			}
+		}
+		if m.Exit != nil {
+			if m.OK {
+				return protoErr(CodeBadField, "done: an exit is a failed done (ok false, with an error)")
+			}
+			if m.Exit.Status < 0 || m.Exit.Status > MaxExitStatus {
+				return protoErr(CodeBadField, "done: exit status %d is out of range [0, %d]", m.Exit.Status, MaxExitStatus)
 			}
 		}
 		if m.OK {

@@ -50,6 +50,8 @@ const EGRESS = { ca: 'string', window: 'int' };
 const BOTH_WAYS = 'both';
 const TIMINGS = { compileUs: 'int', evaluateUs: 'int', renderUs: 'int' };
 const MAX_TIMING_US = 24 * 3600 * 1e6;
+const PROGRAM_EXIT = { status: 'int' };
+const MAX_EXIT_STATUS = 255;
 const MESSAGES = {
   hello: { dir: RUNNER_TO_HOST, fields: { type: 'string', version: 'int', language: 'string', runner: 'string' } },
   run: {
@@ -65,7 +67,7 @@ const MESSAGES = {
   log: { dir: RUNNER_TO_HOST, fields: { type: 'string', source: 'string', level: 'string', text: 'string' } },
   done: {
     dir: RUNNER_TO_HOST,
-    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR }, timings: { pointer: TIMINGS } },
+    fields: { type: 'string', ok: 'bool', value: 'raw', valueKind: 'string', truncated: 'bool', error: { pointer: PROGRAM_ERROR }, exit: { pointer: PROGRAM_EXIT }, timings: { pointer: TIMINGS } },
   },
   // Egress streams (portproto.go): data is base64 text here, decoded by
   // egress.js.
@@ -308,6 +310,10 @@ function validateMessage(m) {
           const v = m.timings[k];
           if (v < 0 || v > MAX_TIMING_US) throw bad(`done: timings: ${v} µs is out of range [0, ${MAX_TIMING_US}]`);
         }
+      }
+      if (m.exit !== undefined) {
+        if (m.ok) throw bad('done: an exit is a failed done (ok false, with an error)');
+        if (m.exit.status < 0 || m.exit.status > MAX_EXIT_STATUS) throw bad(`done: exit status ${m.exit.status} is out of range [0, ${MAX_EXIT_STATUS}]`);
       }
       if (m.ok) {
         if (m.error !== undefined) throw bad('done: ok done carries no error');

@@ -43,6 +43,8 @@ _EGRESS = {"ca": "string", "window": "int"}
 BOTH_WAYS = "both"
 _TIMINGS = {"compileUs": "int", "evaluateUs": "int", "renderUs": "int"}
 MAX_TIMING_US = 24 * 3600 * 10**6
+_PROGRAM_EXIT = {"status": "int"}
+MAX_EXIT_STATUS = 255
 _MESSAGES = {
     "hello": (RUNNER_TO_HOST, {"type": "string", "version": "int", "language": "string", "runner": "string"}),
     "run": (HOST_TO_RUNNER, {
@@ -55,7 +57,7 @@ _MESSAGES = {
     "log": (RUNNER_TO_HOST, {"type": "string", "source": "string", "level": "string", "text": "string"}),
     "done": (RUNNER_TO_HOST, {
         "type": "string", "ok": "bool", "value": "raw", "valueKind": "string", "truncated": "bool",
-        "error": ("pointer", _PROGRAM_ERROR), "timings": ("pointer", _TIMINGS),
+        "error": ("pointer", _PROGRAM_ERROR), "exit": ("pointer", _PROGRAM_EXIT), "timings": ("pointer", _TIMINGS),
     }),
     # Egress streams (portproto.go): data is base64 text here, decoded by
     # the egress module.
@@ -240,6 +242,11 @@ def _validate(m):
         for v in (m.get("timings") or {}).values():
             if not 0 <= v <= MAX_TIMING_US:
                 raise bad(f"done: timings: {v} µs is out of range [0, {MAX_TIMING_US}]")
+        if "exit" in m:
+            if m["ok"]:
+                raise bad("done: an exit is a failed done (ok false, with an error)")
+            if not 0 <= m["exit"]["status"] <= MAX_EXIT_STATUS:
+                raise bad(f"done: exit status {m['exit']['status']} is out of range [0, {MAX_EXIT_STATUS}]")
         if m["ok"]:
             if "error" in m:
                 raise bad("done: ok done carries no error")
