@@ -227,8 +227,10 @@ const (
 	FailureAbort FailureKind = "abort"
 	// FailureOOM: the sandbox was killed for exceeding its memory limit.
 	FailureOOM FailureKind = "oom"
-	// FailureExit: the sandbox died some other way (or the runner broke
-	// protocol).
+	// FailureExit: the program ended its own process before returning
+	// (process.exit, sys.exit, os._exit, a signal), at any status, 0
+	// included — the message states the status — or the sandbox died some
+	// other way (or the runner broke protocol).
 	FailureExit FailureKind = "exit"
 )
 

@@ -167,6 +167,9 @@ func (sb *sandbox) execute(ctx context.Context, prep prepared, req backend.RunRe
 		case *portproto.Done:
 			mark(ctx, func(t *RunTrace) *time.Time { return &t.Done })
 			traceRunner(ctx, m.Timings)
+			if m.Exit != nil {
+				return finish(programExit(m)), true
+			}
 			if !m.OK {
 				return finish(&backend.Failure{Kind: backend.FailureException, Message: describeError(m.Error)}), true
 			}

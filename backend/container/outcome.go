@@ -2,10 +2,21 @@ package container
 
 // Outcome classification: how a run that did not finish by itself ended,
 // from facts the program cannot forge, and the bounds on failure messages.
+//
+// A program that ends its own process before returning has not completed,
+// whatever the status, 0 included: it is an exit, and its message states
+// the status. The runner reports the exits it sees (process.exit,
+// sys.exit, os._exit…) with an exit done frame, saying how and where
+// (programExit); the ones it cannot see (a kill, posix._exit) end the
+// container without a done, and the host reports the container's status
+// (exitFailure). A program can forge the runner's frame only through the
+// runner itself: the worst it does is report its own run as an exit.
 
 import (
 	"context"
 	"fmt"
+	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -31,7 +42,7 @@ func (sb *sandbox) lostRunner(ctx context.Context, err error) *backend.Failure {
 	case <-ctx.Done():
 		return abortFailure(ctx)
 	}
-	return &backend.Failure{Kind: backend.FailureExit, Message: "runner closed the bridge before finishing: " + err.Error()}
+	return &backend.Failure{Kind: backend.FailureExit, Message: fmt.Sprintf("the runner closed the bridge before the program returned, and the container's exit status did not arrive within %v: %v", sb.exitGrace, err)}
 }
 
 // exitGraceFor is how long a broken bridge waits for the container's exit
@@ -93,11 +104,45 @@ func exitFailure(st ExitStatus, l Limits) *backend.Failure {
 	if st.OOMKilled {
 		return &backend.Failure{Kind: backend.FailureOOM, Message: fmt.Sprintf("the program exceeded its memory limit of %d MiB", l.MemoryBytes>>20)}
 	}
-	msg := fmt.Sprintf("the container exited with status %d before the program finished", st.Code)
+	msg := fmt.Sprintf("the container exited with status %d%s before the program returned", st.Code, signalNote(st.Code))
 	if st.Err != nil {
-		msg = "the container stopped before the program finished: " + st.Err.Error()
+		msg = "the container stopped before the program returned: " + st.Err.Error()
 	}
 	return &backend.Failure{Kind: backend.FailureExit, Message: msg}
+}
+
+// signalNote explains a status above 128 the way the container's init
+// leaves it for a process a signal ended: " (128 + signal 9: killed)".
+func signalNote(code int) string {
+	if code <= 128 || code > 128+64 {
+		return ""
+	}
+	sig := code - 128
+	return fmt.Sprintf(" (128 + signal %d: %s)", sig, syscall.Signal(sig))
+}
+
+// programExit is the failure of a program that ended its own process
+// before returning, as its runner reported it (a done frame with "exit"):
+// the status first, then how (the error's message: "process.exit(0)",
+// "SystemExit: bye") and where (its stack, without a first line that only
+// repeats "Name: message").
+func programExit(m *portproto.Done) *backend.Failure {
+	msg := fmt.Sprintf("the program exited with status %d before returning", m.Exit.Status)
+	if e := m.Error; e != nil {
+		if e.Message != "" {
+			msg += " (" + e.Message + ")"
+		}
+		stack, head := strings.TrimRight(e.Stack, "\n"), e.Name+": "+e.Message
+		if stack == head {
+			stack = ""
+		} else if rest, ok := strings.CutPrefix(stack, head+"\n"); ok {
+			stack = rest
+		}
+		if stack != "" {
+			msg += "\n" + stack
+		}
+	}
+	return &backend.Failure{Kind: backend.FailureExit, Message: cutMessage(msg)}
 }
 
 // maxFailureBytes caps the failure message a runner reports: it reaches

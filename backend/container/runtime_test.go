@@ -271,6 +271,62 @@ func TestRunScripted(t *testing.T) {
 			},
 			check: wantFailure(backend.FailureExit, "status 3"),
 		},
+		// Issue 24 §4: a program that exits before returning has not
+		// completed, whatever the status, 0 included.
+		{
+			name: "an exit done frame is an exit, status 0 included",
+			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				r.send(`{"type":"log","source":"console","level":"log","text":"before"}`)
+				r.send(`{"type":"done","ok":false,"exit":{"status":0},"error":{"name":"Exit","message":"process.exit(0)","stack":"Exit: process.exit(0)\n    at program.ts:2:9"}}`)
+				<-ctx.Done()
+				return ExitStatus{}
+			},
+			check: func(t *testing.T, res backend.RunResult) {
+				want := &backend.Failure{Kind: backend.FailureExit, Message: "the program exited with status 0 before returning (process.exit(0))\n    at program.ts:2:9"}
+				if res.Error == nil || *res.Error != *want || res.ValueKind != backend.ValueNone {
+					t.Fatalf("got %+v (value %s), want %+v", res.Error, res.Value, want)
+				}
+				if len(res.Logs) != 1 || res.Logs[0].Text != "before" {
+					t.Fatalf("logs %+v", res.Logs)
+				}
+			},
+		},
+		{
+			name: "a SystemExit's message stays in the failure",
+			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				r.send(`{"type":"done","ok":false,"exit":{"status":1},"error":{"name":"SystemExit","message":"SystemExit: bye","stack":"Traceback (most recent call last):\n  File \"program.py\", line 2, in __dsh_main__\nSystemExit: bye\n"}}`)
+				<-ctx.Done()
+				return ExitStatus{}
+			},
+			check: func(t *testing.T, res backend.RunResult) {
+				want := "the program exited with status 1 before returning (SystemExit: bye)\nTraceback (most recent call last):\n  File \"program.py\", line 2, in __dsh_main__\nSystemExit: bye"
+				if res.Error == nil || res.Error.Kind != backend.FailureExit || res.Error.Message != want {
+					t.Fatalf("got %+v, want exit %q", res.Error, want)
+				}
+			},
+		},
+		{
+			name: "a runner that ends without a done is an exit stating status 0",
+			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				r.send(`{"type":"log","source":"stdout","text":"bye\n"}`)
+				// os.kill / posix._exit: the bridge breaks, then the
+				// container's status arrives.
+				r.Conn.Close()
+				return ExitStatus{Code: 0}
+			},
+			check: wantFailure(backend.FailureExit, "the container exited with status 0 before the program returned"),
+		},
+		{
+			name: "a runner a signal ended is an exit naming the signal",
+			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
+				r.handshake()
+				return ExitStatus{Code: 137}
+			},
+			check: wantFailure(backend.FailureExit, "the container exited with status 137 (128 + signal 9: killed) before the program returned"),
+		},
 		{
 			name: "raw output is captured",
 			script: func(ctx context.Context, r *fakeRunner) ExitStatus {
