@@ -42,13 +42,19 @@
 //      JSON value nested at most 512 deep, else its util.inspect rendering),
 //      or the error {name, message, stack} of a thrown error, an uncaught
 //      exception or an unhandled rejection. A thrown non-Error has name
-//      "Uncaught" and its util.inspect rendering as message. process.exit()
-//      called by the program ends the run like Python's sys.exit: code 0
-//      (or none, with process.exitCode unset or 0) is a successful run
-//      without a value, any other code fails it with name "Exit" and message
-//      "process.exit(code)" (Node's own check of the code applies: a bad one
-//      throws in the program). Then the socket is closed and the process
-//      exits 0. If the host goes away before that: exit 0 quietly.
+//      "Uncaught" and its util.inspect rendering as message. A program that
+//      ends its process before returning — process.exit(n) (Node's own check
+//      of the code applies: a bad one throws in the program),
+//      process.reallyExit(n), process.abort(), from any callback — has not
+//      completed, whatever the status, 0 included: the done frame is an exit,
+//      {"ok":false,"exit":{"status":s},"error":{"name":"Exit","message":how,
+//      "stack"}}, where s is the status the process would have exited with
+//      (the code's low byte: process.exit(256) is 0; process.exitCode when
+//      exit() has none; 134 for abort) and how names the call as the program
+//      made it ("process.exit(0)", "process.exit() with process.exitCode 4",
+//      "process.reallyExit(3)", "process.abort()"). Then the socket is closed
+//      and the process exits 0. If the host goes away before that: exit 0
+//      quietly.
 //
 // Stack traces show only program.ts frames; when the run frame carries a
 // source map (v3, its "program.ts" lines are the model's own lines) their
@@ -67,8 +73,8 @@
 // retried without it. The runner's own frames and calls use builtins
 // captured before the program ran, so a program that replaces
 // JSON.stringify, Object.prototype.toJSON, String.prototype methods,
-// Promise.prototype.then, console or process.exit changes only what it
-// does itself.
+// Promise.prototype.then, console, process.exit or process.reallyExit
+// changes only what it does itself.
 //
 // Caps: the host enforces all limits; the runner only avoids sending what
 // the host would drop. A log entry's text is cut so its frame fits
@@ -88,9 +94,9 @@
 // exceed maxFrameBytes is cut further.
 //
 // Not captured: writes that bypass process.stdout/stderr (fs.writeSync(1)).
-// A program that kills its own process (process.kill, process.abort,
-// process.reallyExit) ends the container without a done frame (the host
-// reports the exit). The runner runs the untrusted program in its own
+// A program that kills its own process (process.kill(process.pid, "SIGKILL"))
+// ends the container without a done frame: the host reports an exit with the
+// container's status. The runner runs the untrusted program in its own
 // process: the container is the security boundary, the runner only aims at
 // correct, robust behaviour (the host-frame decoder and the `ws` library use
 // the realm's builtins as they are: a program that rewrites those breaks

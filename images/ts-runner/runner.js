@@ -1,10 +1,11 @@
 // The TS runner's run: one program, from the host's run frame to the done
 // frame. Runner installs the binding namespaces (null-prototype objects of
 // async functions whose calls become call frames), captures console and
-// process.stdout/stderr as log frames under the caps, makes process.exit end
-// the run, evaluates the program as program.ts and sends the done frame of
-// its outcome. Stack traces show only program.ts frames, mapped through the
-// run frame's source map to the model's own lines.
+// process.stdout/stderr as log frames under the caps, makes process.exit,
+// process.reallyExit and process.abort end the run as an exit (a failed run,
+// whatever the status), evaluates the program as program.ts and sends the
+// done frame of its outcome. Stack traces show only program.ts frames,
+// mapped through the run frame's source map to the model's own lines.
 //
 // The runner's own frames and calls use builtins captured before the
 // program runs, so a program that replaces JSON.stringify,
@@ -55,7 +56,10 @@ const BufferPrototypeToString = uncurry(Buffer.prototype.toString);
 const StringDecoderPrototypeWrite = uncurry(StringDecoder.prototype.write);
 const fsWriteSync = fs.writeSync;
 const { isPromise, isUint8Array } = util.types;
-const processExit = process.exit;
+// process.exit calls process.reallyExit as it finds it: the runner's own
+// exit calls the native one directly (no 'exit' listeners of the program
+// run after the done frame).
+const processReallyExit = process.reallyExit;
 const hrtimeBigint = process.hrtime.bigint;
 const NumberCtor = Number;
 const processNextTick = process.nextTick;
@@ -69,9 +73,37 @@ const CallSiteToString = (() => {
   return uncurry(ReflectGetPrototypeOf(callsites[0]).toString);
 })();
 
-/** realExit ends the process whatever the program did to process.exit. */
+/**
+ * realExit ends the process whatever the program did to process.exit,
+ * process.reallyExit or its 'exit' listeners.
+ */
 function realExit(code) {
-  ReflectApply(processExit, process, [code]);
+  ReflectApply(processReallyExit, process, [code]);
+}
+
+// SIGABRT_STATUS is the status a process killed by SIGABRT leaves through
+// the container's init (128+6): what process.abort() would have ended the
+// container with.
+const SIGABRT_STATUS = 134;
+
+// exitStatus is the status exit(n) leaves a process: the low byte of n as a
+// 32-bit integer (process.exit(256) exits 0, process.exit(-1) 255), as Node's
+// reallyExit and the kernel have it.
+function exitStatus(n) {
+  let v;
+  try {
+    v = NumberCtor(n);
+  } catch {
+    v = 0; // a Symbol: Node's reallyExit reads it as 0 too
+  }
+  return (v | 0) & 0xff;
+}
+
+// argText renders an exit call's argument as the program wrote it.
+function argText(v) {
+  if (typeof v === 'string') return JSONStringify(v);
+  if (typeof v === 'number' || v === null || v === undefined) return StringCtor(v);
+  return capText(safeInspect(v), THROWN_CHARS); // process.reallyExit takes anything
 }
 
 const EXIT_CONNECT = 70;
@@ -453,19 +485,31 @@ class Runner {
     });
   }
 
-  // exit is process.exit as the program sees it: the run ends like
-  // Python's sys.exit (0: a successful run without a value; anything else:
-  // name "Exit", message "process.exit(code)"). Node's own check of the
+  // exit is process.exit as the program sees it. Node's own check of the
   // code runs first (process.exitCode's setter), so a bad code throws in
-  // the program. Then it throws to stop the program's synchronous code; the
-  // done frame is already on its way and nothing more goes out.
+  // the program; then the run ends as an exit (see exitRun) with the status
+  // Node would have exited with: the code, else process.exitCode, else 0.
   exit(code) {
     if (code !== undefined) process.exitCode = code;
     const set = process.exitCode;
-    const status = set === undefined || set === null ? 0 : +set;
-    const err = new NativeError(`process.exit(${status})`);
+    const status = exitStatus(set === undefined || set === null ? 0 : set);
+    let how;
+    if (code !== undefined) how = `process.exit(${argText(code)})`;
+    else if (set === undefined || set === null) how = 'process.exit()';
+    else how = `process.exit() with process.exitCode ${argText(set)}`;
+    this.exitRun(how, status);
+  }
+
+  // exitRun ends the run as an exit before the program returned, whatever
+  // the status, 0 included: a failed done frame with "exit":{"status"} and
+  // the error Exit whose message says how ("process.exit(0)") and whose
+  // stack where. Then it throws that error to stop the program's
+  // synchronous code; the done frame is already on its way and nothing more
+  // goes out.
+  exitRun(how, status) {
+    const err = new NativeError(how);
     ReflectDefineProperty(err, 'name', { __proto__: null, value: 'Exit', writable: true, configurable: true, enumerable: false });
-    this.finish(() => (status === 0 ? '{"type":"done","ok":true}' : doneErrorFrame(err, this.limits)));
+    this.finish(() => doneErrorFrame(err, this.limits, status));
     throw err;
   }
 
@@ -502,6 +546,12 @@ class Runner {
       const runner = this;
       process.exit = function exit(code) {
         return runner.exit(code);
+      };
+      process.reallyExit = function reallyExit(code) {
+        return runner.exitRun(`process.reallyExit(${argText(code)})`, exitStatus(code));
+      };
+      process.abort = function abort() {
+        return runner.exitRun('process.abort()', SIGABRT_STATUS);
       };
       for (const b of run.bindings) globalThis[b.global] = this.makeNamespace(b.global, b.functions);
       const options = { filename: PROGRAM_FILE };

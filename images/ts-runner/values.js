@@ -291,13 +291,17 @@ function doneValueFrame(v, limits) {
   return frame;
 }
 
-/** errorFrame renders a failed done frame, cut to fit maxFrameBytes. */
-function errorFrame(name, message, stack, limits) {
+/**
+ * errorFrame renders a failed done frame, cut to fit maxFrameBytes; with
+ * exitStatus (an integer 0..255) it is an exit's ("exit":{"status":n}).
+ */
+function errorFrame(name, message, stack, limits, exitStatus) {
   const max = limits.maxFrameBytes;
   name = cutForJSON(wellFormed(name, MAX_NAME_BYTES), MAX_NAME_BYTES);
   message = wellFormed(message, max);
   stack = wellFormed(stack, max);
-  const head = `{"type":"done","ok":false,"error":{"name":${JSONStringify(name)},"message":`;
+  const exit = exitStatus === undefined ? '' : `"exit":{"status":${exitStatus}},`;
+  const head = `{"type":"done","ok":false,${exit}"error":{"name":${JSONStringify(name)},"message":`;
   const render = () => `${head}${JSONStringify(message)}${stack === '' ? '' : `,"stack":${JSONStringify(stack)}`}}}`;
   let frame = render();
   if (byteLength(frame) > max) {
@@ -310,9 +314,13 @@ function errorFrame(name, message, stack, limits) {
   return frame;
 }
 
-/** doneErrorFrame renders the done frame of a program that threw err. */
-function doneErrorFrame(err, limits) {
-  if (!isError(err)) return errorFrame('Uncaught', safeInspect(err), '', limits);
+/**
+ * doneErrorFrame renders the done frame of a program that threw err or,
+ * with exitStatus (0..255), of one that exited before returning: err then
+ * says how (its message: "process.exit(0)") and where (its stack).
+ */
+function doneErrorFrame(err, limits, exitStatus) {
+  if (!isError(err)) return errorFrame('Uncaught', safeInspect(err), '', limits, exitStatus);
   const name = errorName(err);
   const message = textOf(err, 'message') ?? '';
   let stack = '';
@@ -322,7 +330,7 @@ function doneErrorFrame(err, limits) {
   } catch {
     // a stack getter, or a prepareStackTrace the program set, that throws
   }
-  return errorFrame(name, message, stack, limits);
+  return errorFrame(name, message, stack, limits, exitStatus);
 }
 
 // ---------------------------------------------------------------------------

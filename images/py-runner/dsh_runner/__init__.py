@@ -57,15 +57,21 @@ the user site and the current directory, not the system site.
 7. The last frame is "done": the value (JSON when json.dumps accepts it,
    else its repr as "inspect"), or the error {name, message, stack} of any
    exception that escaped the program. The stack is the traceback limited
-   to program.py frames. SystemExit with code 0 or None is a successful run
-   without a value (a script exiting 0); any other code fails the run with
-   name "SystemExit" and the code as message. os._exit(n) called in the
-   runner's own process (not a forked child) ends the run the same way: 0
-   is a successful run without a value, anything else fails it with name
-   "Exit" and message "os._exit(n)". KeyboardInterrupt, GeneratorExit and
-   other BaseExceptions fail the run like exceptions. Then the socket is
-   closed and the process exits 0. If the host goes away before that: exit
-   0.
+   to program.py frames. A program that ends its process before returning
+   has not completed, whatever the status, 0 included: SystemExit escaping
+   the program (sys.exit, exit(), quit(), raise SystemExit, from the body or
+   a callback on its loop), and os._exit(n) or os.abort() called in the
+   runner's own process (any thread; a forked child exits for real). Its
+   done frame is an exit, {"ok":false,"exit":{"status":s},"error":{"name",
+   "message","stack"}}: s is the status the interpreter would have exited
+   with (SystemExit: None 0, an int its low byte, anything else 1;
+   os._exit(n): n's low byte; os.abort(): 134, SIGABRT through the
+   container's init); the error is "SystemExit" with message "SystemExit:
+   <code's str>" ("SystemExit" for none), or "Exit" with message
+   "os._exit(n)" / "os.abort()". SystemExit raised in a thread ends only
+   that thread, as in Python. KeyboardInterrupt, GeneratorExit and other
+   BaseExceptions fail the run like exceptions. Then the socket is closed
+   and the process exits 0. If the host goes away before that: exit 0.
 
 The program's objects never break the runner: every name, str, repr and
 JSON encoding of a value the program made (its exception and the chain
@@ -95,9 +101,9 @@ truncated JSON prefix. Text is made valid UTF-8 (unencodable characters
 become "?").
 
 Not captured: writes that bypass sys.stdout/sys.stderr (os.write(1, ...),
-subprocesses); a program that kills its own process (os.kill, os.abort,
-posix._exit) ends the container without a done frame (the host reports the
-exit). The program runs in this process: the container is the security
+subprocesses); a program that kills its own process (os.kill(os.getpid(),
+9), posix._exit) ends the container without a done frame: the host reports
+an exit with the container's status. The program runs in this process: the container is the security
 boundary, the runner only aims at correct, robust behaviour (the runner's
 JSON encoders are bound before the program runs, but a program that
 rewrites deeper parts of the standard library the runner uses can break its

@@ -2,9 +2,9 @@
 frame. Runner gives the program its globals (the binding namespaces and
 ToolCallError), sends a call frame for each tool call and settles it from
 the host's result on a reader thread, captures print, sys.stdout/stderr and
-logging as log frames under the caps, makes os._exit end the run, compiles
-the program as the body of an async function and sends the done frame of
-its outcome."""
+logging as log frames under the caps, makes os._exit and os.abort end the
+run as an exit, compiles the program as the body of an async function and
+sends the done frame of its outcome."""
 
 import ast
 import asyncio
@@ -50,9 +50,14 @@ MAX_PENDING_CHARS = 64 << 10
 # entries it keeps: the runner stops sending log frames the host would drop.
 LOG_ENTRY_OVERHEAD = 64
 MAX_LOG_ENTRIES = 10_000
-# The runner's own exit: the program sees a version of os._exit that ends
-# the run with a done frame (see Runner.program_exit).
+# The runner's own exit and abort: the program sees versions of os._exit
+# and os.abort that end the run with an exit done frame (see
+# Runner.program_exit).
 _real_exit = os._exit
+_real_abort = os.abort
+# The status a process killed by SIGABRT leaves through the container's
+# init (128+6): what os.abort() would have ended the container with.
+SIGABRT_STATUS = 134
 
 # ---------------------------------------------------------------------------
 # What the program sees.
@@ -565,6 +570,7 @@ class Runner:
         self.state = "running"
         self._capture_output()
         os._exit = self.program_exit
+        os.abort = self.program_abort
         try:
             fn = compile_program(program, globals_)
             self._t_compiled = _perf_ns()
@@ -606,21 +612,32 @@ class Runner:
 
     def program_exit(self, status):
         """os._exit as the program sees it. In the runner's own process it
-        ends the run like sys.exit: 0 is a successful run without a value,
-        anything else fails it with name "Exit". A forked child (or a call
-        made while this thread sends a frame) exits for real."""
+        ends the run as an exit, whatever the status, 0 included: name
+        "Exit", message "os._exit(n)", status n's low byte (os._exit(256)
+        exits 0). A forked child (or a call made while this thread sends a
+        frame) exits for real."""
         if os.getpid() != self._pid or getattr(self._tls, "busy", False):
             _real_exit(status)
         status = operator.index(status)  # os._exit's own TypeError for a non-integer
-        if status == 0:
-            self.finish('{"type":"done","ok":true}')
-        message = f"os._exit({status})"
+        if not -(2**31) <= status < 2**31:
+            raise OverflowError("Python int too large to convert to C int")
+        self._program_exit(f"os._exit({status})", status & 0xFF)
+
+    def program_abort(self):
+        """os.abort as the program sees it: in the runner's own process, the
+        run ends as an exit with SIGABRT's status (134); a forked child
+        aborts for real."""
+        if os.getpid() != self._pid or getattr(self._tls, "busy", False):
+            _real_abort()
+        self._program_exit("os.abort()", SIGABRT_STATUS)
+
+    def _program_exit(self, how, status):
         try:
-            frames = [f for f in traceback.extract_stack(sys._getframe(1)) if f.filename == PROGRAM_FILE]
+            frames = [f for f in traceback.extract_stack(sys._getframe(2)) if f.filename == PROGRAM_FILE]
             stack = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
         except BaseException:
             stack = ""
-        self.finish(error_frame("Exit", message, stack + f"Exit: {message}\n", self.limits))
+        self.finish(error_frame("Exit", how, stack + f"Exit: {how}\n", self.limits, status))
 
     def _with_timings(self, frame):
         """The done frame with the runner's own phase durations (the host

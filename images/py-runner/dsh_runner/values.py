@@ -217,30 +217,43 @@ def done_error_frame(exc, limits):
     return error_frame(name, message, stack, limits)
 
 
-def _exit_status_is_zero(code):
-    # As the interpreter reads SystemExit: None and an int equal to 0 (bool
-    # and int subclasses included) exit 0; anything else exits 1.
+def exit_status(code):
+    """The status SystemExit(code) ends the interpreter with, as CPython
+    reads it: None is 0; an int (bool and int subclasses included) its low
+    byte (sys.exit(256) is 0, sys.exit(-1) 255), 255 beyond 64 bits;
+    anything else 1 (the interpreter prints it)."""
     if code is None:
-        return True
+        return 0
     try:
-        return issubclass(type(code), int) and int.__eq__(code, 0) is True
+        if not issubclass(type(code), int):
+            return 1
+        n = int.__index__(code)  # the int itself, not a subclass's override
     except BaseException:
-        return False
+        return 1
+    return n & 0xFF if -(2**63) <= n < 2**63 else 255
+
+
+def _exit_how(code, cap):
+    # SystemExit as Python's own traceback ends: "SystemExit" for no code,
+    # else "SystemExit: " and its str.
+    if code is None:
+        return "SystemExit"
+    return "SystemExit: " + safe_str(code, cap)
 
 
 def done_exit_frame(exc, limits):
-    """SystemExit: code 0 or None is a successful run without a value (a
-    script exiting 0); any other code fails the run with name "SystemExit"
-    and the code (or the message passed to sys.exit) as message."""
+    """SystemExit (sys.exit, exit(), quit(), raise SystemExit), whatever its
+    code, 0 and None included: the program ended before it returned. An exit
+    done frame with the status the interpreter would have exited with, error
+    name "SystemExit", message "SystemExit: <code>" (the code's str; just
+    "SystemExit" for none) and the program's traceback."""
     try:
         code = _EXIT_CODE(exc)
     except BaseException:
         code = 1
-    if _exit_status_is_zero(code):
-        return '{"type":"done","ok":true}'
     cap = limits["maxFrameBytes"]
-    message = safe_str(code, cap)
-    return error_frame("SystemExit", message, program_traceback(exc, cap, f"SystemExit: {message}"), limits)
+    how = _exit_how(code, cap)
+    return error_frame("SystemExit", how, program_traceback(exc, cap, how), limits, exit_status(code))
 
 
 def fallback_frame(what, e, limits):
@@ -248,16 +261,22 @@ def fallback_frame(what, e, limits):
     return error_frame("Error", f"runner: cannot render the {what}: {thrown_text(e)}", "", limits)
 
 
-def error_frame(name, message, stack, limits):
+def error_frame(name, message, stack, limits, exit_status=None):
+    """A failed done frame, cut to fit maxFrameBytes; with exit_status (an
+    int 0..255) it is an exit's ("exit": {"status": n})."""
+    head = {"type": "done", "ok": False}
+    if exit_status is not None:
+        head["exit"] = {"status": exit_status}
+
     def render():
         error = {"name": name, "message": message}
         if stack:
             error["stack"] = stack
-        return dumps({"type": "done", "ok": False, "error": error})
+        return dumps({**head, "error": error})
 
     frame = render()
     if len(frame.encode("utf-8")) > limits["maxFrameBytes"]:
-        budget = limits["maxFrameBytes"] - len(dumps({"type": "done", "ok": False, "error": {"name": name, "message": "", "stack": ""}}).encode())
+        budget = limits["maxFrameBytes"] - len(dumps({**head, "error": {"name": name, "message": "", "stack": ""}}).encode())
         message = cut_for_json(message, budget)
         stack = cut_for_json(stack, budget - _json_len(message))
         frame = render()

@@ -213,12 +213,28 @@ class ValueTest(unittest.TestCase):
         done = protocol.decode_frame(protocol.RUNNER_TO_HOST, frame, 4096)
         self.assertEqual(done["error"]["message"], "m" * 3000)
         self.assertTrue(done["error"]["stack"].startswith("sss"))
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(0), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(3), LIMITS))["error"], {"name": "SystemExit", "message": "3", "stack": "SystemExit: 3\n"})
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit("bye"), LIMITS))["error"]["message"], "bye")
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(False), LIMITS)), {"type": "done", "ok": True})
-        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(0.0), LIMITS))["error"]["message"], "0.0")  # as the interpreter: not an int
+        # An exit is never a completed run, 0 included; the status is the
+        # interpreter's, the message how it exited.
+        def exit_of(exc):
+            frame = values.done_exit_frame(exc, LIMITS)
+            protocol.decode_frame(protocol.RUNNER_TO_HOST, frame)
+            done = json.loads(frame)
+            self.assertFalse(done["ok"])
+            return done["exit"]["status"], done["error"]["name"], done["error"]["message"]
+
+        self.assertEqual(exit_of(SystemExit(0)), (0, "SystemExit", "SystemExit: 0"))
+        self.assertEqual(exit_of(SystemExit()), (0, "SystemExit", "SystemExit"))
+        self.assertEqual(exit_of(SystemExit(None)), (0, "SystemExit", "SystemExit"))
+        self.assertEqual(exit_of(SystemExit(False)), (0, "SystemExit", "SystemExit: False"))
+        self.assertEqual(exit_of(SystemExit(True)), (1, "SystemExit", "SystemExit: True"))
+        self.assertEqual(exit_of(SystemExit(3)), (3, "SystemExit", "SystemExit: 3"))
+        self.assertEqual(json.loads(values.done_exit_frame(SystemExit(3), LIMITS))["error"]["stack"], "SystemExit: 3\n")
+        self.assertEqual(exit_of(SystemExit(256)), (0, "SystemExit", "SystemExit: 256"))
+        self.assertEqual(exit_of(SystemExit(-1)), (255, "SystemExit", "SystemExit: -1"))
+        self.assertEqual(exit_of(SystemExit(2**40)), (0, "SystemExit", "SystemExit: 1099511627776"))
+        self.assertEqual(exit_of(SystemExit(2**70)), (255, "SystemExit", f"SystemExit: {2**70}"))
+        self.assertEqual(exit_of(SystemExit("bye")), (1, "SystemExit", "SystemExit: bye"))
+        self.assertEqual(exit_of(SystemExit(0.0)), (1, "SystemExit", "SystemExit: 0.0"))  # as the interpreter: not an int
 
     def test_cut_for_json(self):
         self.assertEqual(values.cut_for_json("abc", 2), "ab")
@@ -363,21 +379,27 @@ class HostileObjectTest(unittest.TestCase):
         class Zero(enum.IntEnum):
             ZERO = 0
 
-        ok = {"type": "done", "ok": True}
+        class HostileInt(int):
+            def __index__(self):
+                raise RuntimeError("index")
+
+            def __and__(self, other):
+                raise RuntimeError("and")
+
         cases = [
-            (SystemExit(Raises("weird")), None, "<Raises str() failed: ValueError: weird>"),  # its __eq__ raises
-            (CodeRaises(5), None, "5"),  # the real code, not the property
-            (SystemExit(Zero.ZERO), ok, None),
-            (SystemExit(HostileStr("bye")), None, "bye"),
-            (SystemExit([1, 2]), None, "[1, 2]"),
+            (SystemExit(Raises("weird")), 1, "SystemExit: <Raises str() failed: ValueError: weird>"),  # its __eq__ raises
+            (CodeRaises(5), 5, "SystemExit: 5"),  # the real code, not the property
+            (SystemExit(Zero.ZERO), 0, "SystemExit: 0"),  # IntEnum.__str__ is int.__str__
+            (SystemExit(HostileInt(258)), 2, "SystemExit: 258"),
+            (SystemExit(HostileStr("bye")), 1, "SystemExit: bye"),
+            (SystemExit([1, 2]), 1, "SystemExit: [1, 2]"),
         ]
-        for exc, want, message in cases:
+        for exc, status, message in cases:
             with self.subTest(repr(type(exc.args[0]) if exc.args else exc)):
-                done = json.loads(values.done_exit_frame(raised(exc), LIMITS))
-                if want is not None:
-                    self.assertEqual(done, want)
-                else:
-                    self.assertEqual((done["error"]["name"], done["error"]["message"]), ("SystemExit", message))
+                frame = values.done_exit_frame(raised(exc), LIMITS)
+                protocol.decode_frame(protocol.RUNNER_TO_HOST, frame)
+                done = json.loads(frame)
+                self.assertEqual((done["ok"], done["exit"], done["error"]["name"], done["error"]["message"]), (False, {"status": status}, "SystemExit", message))
 
     def test_values(self):
         class DictItemsRaise(dict):

@@ -140,9 +140,9 @@ class RunnerTest(unittest.TestCase):
         self.assertTrue(all(isinstance(v, int) and 0 <= v < 60 * 10**6 for v in out.timings.values()), out.timings)
 
     def test_no_value_and_warm_pool_wait(self):
-        none, null = hosts(dict(program="x = 1", run_delay=0.3), dict(program="import sys\nsys.exit()"))
+        none, null = hosts(dict(program="x = 1", run_delay=0.3), dict(program="return None"))
         self.assertEqual(self.ok(none), {"type": "done", "ok": True})
-        self.assertEqual(self.ok(null), {"type": "done", "ok": True})
+        self.assertEqual(self.ok(null), {"type": "done", "ok": True})  # None is no value
 
     def test_top_level_await(self):
         out = host("import asyncio\nawait asyncio.sleep(0.02)\nv = 21\nreturn v * 2")
@@ -333,17 +333,6 @@ class RunnerTest(unittest.TestCase):
              ("E", "c"), "E: c"),
             ("KeyboardInterrupt", "raise KeyboardInterrupt('stop')", ("KeyboardInterrupt", "stop"), "line 1"),
             ("GeneratorExit", "raise GeneratorExit('gen')", ("GeneratorExit", "gen"), "line 1"),
-            ("SystemExit whose code's __eq__ raises",
-             "import sys\nclass W:\n    def __eq__(self, o):\n        raise RuntimeError('eq')\n    def __str__(self):\n        return 'weird'\nsys.exit(W())",
-             ("SystemExit", "weird"), "SystemExit: weird"),
-            ("SystemExit whose code property raises",
-             "class X(SystemExit):\n    @property\n    def code(self):\n        raise RuntimeError('code')\nraise X(4)",
-             ("SystemExit", "4"), "line 5"),
-            ("sys.exit with a message", "import sys\nsys.exit('bye')", ("SystemExit", "bye"), "SystemExit: bye"),
-            ("os._exit(3)", "import os\nprint('before')\nos._exit(3)\nprint('after')", ("Exit", "os._exit(3)"), 'line 3, in __dsh_main__'),
-            ("os._exit(0)", "import os\nos._exit(0)\nprint('after')", None, None),
-            ("os._exit in a thread", "import os, threading, time\nthreading.Thread(target=os._exit, args=(5,)).start()\ntime.sleep(5)",
-             ("Exit", "os._exit(5)"), "Exit: os._exit(5)"),
             ("os._exit in a forked child is real",
              "import os\npid = os.fork()\nif pid == 0:\n    os._exit(7)\n_, status = os.waitpid(pid, 0)\nreturn os.waitstatus_to_exitcode(status)",
              7, None),
@@ -379,14 +368,64 @@ class RunnerTest(unittest.TestCase):
                     self.assertEqual(done, {"type": "done", "ok": True})
                 elif isinstance(want, tuple):
                     self.assertFalse(done["ok"], done)
+                    self.assertNotIn("exit", done, "an exception is not an exit")
                     self.assertEqual((done["error"]["name"], done["error"]["message"]), want)
                     if in_stack:
                         self.assertIn(in_stack, done["error"]["stack"])
                 else:
                     self.assertTrue(done["ok"], done)
                     self.assertEqual(done["value"], want)
+
+    def test_exits_before_returning_are_exits(self):
+        # (name, program, status, error name, message, text the stack must
+        # contain): whatever the status, 0 included, from the program's body,
+        # a callback or a thread, the done frame is an exit, never a
+        # completed run; the runner itself still exits 0 after it.
+        cases = [
+            ("sys.exit(0)", "import sys\nsys.exit(0)\nreturn 'unreached'", 0, "SystemExit", "SystemExit: 0", 'line 2, in __dsh_main__'),
+            ("sys.exit()", "import sys\nsys.exit()", 0, "SystemExit", "SystemExit", "SystemExit\n"),
+            ("raise SystemExit", "raise SystemExit", 0, "SystemExit", "SystemExit", "line 1"),
+            ("exit()", "exit()\nreturn 'unreached'", 0, "SystemExit", "SystemExit", "line 1"),
+            ("quit(0)", "quit(0)", 0, "SystemExit", "SystemExit: 0", "line 1"),
+            ("sys.exit(3)", "import sys\nprint('before')\nsys.exit(3)\nprint('after')", 3, "SystemExit", "SystemExit: 3", "line 3"),
+            ("sys.exit with a message", "import sys\nsys.exit('bye')", 1, "SystemExit", "SystemExit: bye", "SystemExit: bye"),
+            ("sys.exit(256)", "import sys\nsys.exit(256)", 0, "SystemExit", "SystemExit: 256", None),
+            ("SystemExit whose code's __eq__ raises",
+             "import sys\nclass W:\n    def __eq__(self, o):\n        raise RuntimeError('eq')\n    def __str__(self):\n        return 'weird'\nsys.exit(W())",
+             1, "SystemExit", "SystemExit: weird", "SystemExit: weird"),
+            ("SystemExit whose code property raises",
+             "class X(SystemExit):\n    @property\n    def code(self):\n        raise RuntimeError('code')\nraise X(4)",
+             4, "SystemExit", "SystemExit: 4", "line 5"),
+            ("sys.exit(0) in a callback", "import asyncio, sys\nasyncio.get_running_loop().call_soon(sys.exit, 0)\nawait asyncio.sleep(5)\nreturn 'unreached'",
+             0, "SystemExit", "SystemExit: 0", None),
+            ("sys.exit(0) caught by the program", "import sys\ntry:\n    sys.exit(0)\nexcept SystemExit:\n    pass\nreturn 'after'", None, None, None, None),
+            ("os._exit(0)", "import os\nos._exit(0)\nprint('after')", 0, "Exit", "os._exit(0)", 'line 2, in __dsh_main__'),
+            ("os._exit(3)", "import os\nprint('before')\nos._exit(3)\nprint('after')", 3, "Exit", "os._exit(3)", 'line 3, in __dsh_main__'),
+            ("os._exit(-1)", "import os\nos._exit(-1)", 255, "Exit", "os._exit(-1)", "Exit: os._exit(-1)"),
+            ("os._exit in a thread", "import os, threading, time\nthreading.Thread(target=os._exit, args=(0,)).start()\ntime.sleep(5)\nreturn 'unreached'",
+             0, "Exit", "os._exit(0)", "Exit: os._exit(0)"),
+            ("os._exit out of range", "import os\ntry:\n    os._exit(2**40)\nexcept OverflowError as e:\n    return str(e)", None, None, None, None),
+            ("os.abort()", "import os\nos.abort()\nreturn 'unreached'", 134, "Exit", "os.abort()", 'line 2, in __dsh_main__'),
+        ]
+        outs = hosts(*(dict(program=prog) for _, prog, *_ in cases))
+        for (name, _, status, err_name, message, in_stack), out in zip(cases, outs):
+            with self.subTest(name):
+                done = self.ok(out)
+                for t in [log["text"] for log in out.logs] + [json.dumps(done)]:
+                    self.assertNotIn("dsh_runner", t)
+                if status is None:  # caught: the program goes on
+                    self.assertTrue(done["ok"], done)
+                    continue
+                self.assertFalse(done["ok"], done)
+                self.assertEqual(done.get("exit"), {"status": status})
+                self.assertEqual((done["error"]["name"], done["error"]["message"]), (err_name, message))
+                if in_stack:
+                    self.assertIn(in_stack, done["error"]["stack"])
         by_name = dict(zip((c[0] for c in cases), outs))
         self.assertEqual([log["text"] for log in by_name["os._exit(3)"].logs], ["before\n"])
+        self.assertEqual([log["text"] for log in by_name["sys.exit(3)"].logs], ["before\n"])
+        self.assertEqual(by_name["sys.exit(0) caught by the program"].done["value"], "after")
+        self.assertEqual(by_name["os._exit out of range"].done["value"], "Python int too large to convert to C int")
 
     def test_hostile_output(self):
         program = "\n".join([
@@ -454,8 +493,8 @@ class RunnerTest(unittest.TestCase):
         self.assertNotIn("dsh_runner", err["stack"])
         err = self.ok(syntax2)["error"]
         self.assertEqual([err["name"], err["message"]], ["SyntaxError", "'break' outside loop (program.py, line 4)"])
-        err = self.ok(exit3)["error"]
-        self.assertEqual([err["name"], err["message"]], ["SystemExit", "3"])
+        done = self.ok(exit3)
+        self.assertEqual([done["exit"], done["error"]["name"], done["error"]["message"]], [{"status": 3}, "SystemExit", "SystemExit: 3"])
         self.assertEqual(self.ok(interrupt)["error"]["name"], "KeyboardInterrupt")
         err = self.ok(group)["error"]
         self.assertEqual([err["name"], err["message"]], ["ValueError", "in a task"])

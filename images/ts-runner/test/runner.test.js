@@ -319,6 +319,7 @@ describe('runner', { concurrency: 4 }, () => {
     // frame, nothing on stderr, and no runner frame anywhere.
     const error = (name, message, stack) => (done) => {
       assert.equal(done.ok, false, JSON.stringify(done));
+      assert.equal(done.exit, undefined, 'an exception is not an exit');
       assert.deepEqual([done.error.name, done.error.message], [name, message]);
       if (stack !== undefined) assert.match(done.error.stack || '', stack);
     };
@@ -351,12 +352,6 @@ describe('runner', { concurrency: 4 }, () => {
       ['a revoked proxy',
         'const { proxy, revoke } = Proxy.revocable({}, {}); revoke(); throw proxy;',
         (done) => assert.deepEqual(done.error, { name: 'Uncaught', message: '<Revoked Proxy>' })],
-      ['process.exit(3)', 'console.log("before");\nprocess.exit(3);\nconsole.log("after");',
-        error('Exit', 'process.exit(3)', /^Exit: process\.exit\(3\)\n {4}at program\.ts:3:9$/)],
-      ['process.exit() in a timer', 'setTimeout(() => process.exit(2), 5);\nawait new Promise((r) => setTimeout(r, 2000));',
-        error('Exit', 'process.exit(2)')],
-      ['process.exit(0)', 'process.exit(0);\nreturn "unreached";', (done) => assert.deepEqual(done, { type: 'done', ok: true })],
-      ['process.exitCode then process.exit()', 'process.exitCode = 4;\nprocess.exit();', error('Exit', 'process.exit(4)')],
       ['process.exit with a bad code', 'try { process.exit("x"); } catch (e) { return [e.code, e.name]; }',
         value(['ERR_INVALID_ARG_TYPE', 'TypeError'])],
       ['a value with a getter that throws', 'return { get x() { throw new Error("no"); } };', value('{ x: [Getter] }', 'inspect')],
@@ -391,6 +386,9 @@ describe('runner', { concurrency: 4 }, () => {
           value(1)(done);
           assert.deepEqual(out.logs.map((l) => [l.source, l.text]), [['stdout', 'bye\n'], ['stdout', 'still here\n']]);
         }],
+      ['the exits replaced by the program',
+        'process.exit = () => "mine";\nprocess.reallyExit = () => {};\nprocess.abort = () => {};\nreturn process.exit(0);',
+        value('mine')],
       ['builtins replaced by the program',
         [
           'Object.prototype.toJSON = function () { return "hijacked"; };',
@@ -429,6 +427,46 @@ describe('runner', { concurrency: 4 }, () => {
       for (const f of out.frames) assert.doesNotMatch(f, /\/ts-runner\//, name);
       try {
         check(done, out);
+      } catch (err) {
+        err.message = `${name}: ${err.message}`;
+        throw err;
+      }
+    });
+  });
+
+  test('a program that exits before returning has not completed, whatever the status', async () => {
+    // [name, body, status, how, stack]: the done frame is an exit, never a
+    // completed run, 0 included, from any callback; the runner itself
+    // still exits 0 after it.
+    const cases = [
+      ['process.exit(0)', 'process.exit(0);\nreturn "unreached";', 0, 'process.exit(0)', /^Exit: process\.exit\(0\)\n {4}at program\.ts:2:9$/],
+      ['process.exit()', 'process.exit();', 0, 'process.exit()'],
+      ['process.exit(3), with logs around it', 'console.log("before");\nprocess.exit(3);\nconsole.log("after");', 3, 'process.exit(3)',
+        /^Exit: process\.exit\(3\)\n {4}at program\.ts:3:9$/],
+      ['process.exit(0) in a timer', 'setTimeout(() => process.exit(0), 5);\nawait new Promise((r) => setTimeout(r, 2000));\nreturn "unreached";', 0, 'process.exit(0)'],
+      ['process.exit(2) in a timer', 'setTimeout(() => process.exit(2), 5);\nawait new Promise((r) => setTimeout(r, 2000));', 2, 'process.exit(2)'],
+      ['process.exit(0) in a tool call\'s callback', 'await tools.echo(1).then(() => process.exit(0));\nreturn "unreached";', 0, 'process.exit(0)'],
+      ['process.exit(0) caught by the program', 'try { process.exit(0); } catch {}\nreturn "after";', 0, 'process.exit(0)'],
+      ['process.exitCode then process.exit()', 'process.exitCode = 4;\nprocess.exit();', 4, 'process.exit() with process.exitCode 4'],
+      ['process.exitCode 0 then process.exit()', 'process.exitCode = 0;\nprocess.exit();', 0, 'process.exit() with process.exitCode 0'],
+      ['process.exit(256) is status 0', 'process.exit(256);', 0, 'process.exit(256)'],
+      ['process.exit(-1) is status 255', 'process.exit(-1);', 255, 'process.exit(-1)'],
+      ['process.exit("7")', 'process.exit("7");', 7, 'process.exit("7")'],
+      ['process.reallyExit(0)', 'process.reallyExit(0);\nreturn "unreached";', 0, 'process.reallyExit(0)'],
+      ['process.reallyExit(5)', 'process.reallyExit(5);', 5, 'process.reallyExit(5)'],
+      ['process.abort()', 'process.abort();\nreturn "unreached";', 134, 'process.abort()', /^Exit: process\.abort\(\)\n {4}at program\.ts:2:9$/],
+    ];
+    const outs = await Promise.all(cases.map(([, body]) => host({ body })));
+    cases.forEach(([name, , status, how, stack], i) => {
+      const out = outs[i];
+      try {
+        const done = ok(out);
+        assert.equal(done.ok, false, JSON.stringify(done));
+        assert.deepEqual(done.exit, { status });
+        assert.deepEqual([done.error.name, done.error.message], ['Exit', how]);
+        if (stack !== undefined) assert.match(done.error.stack || '', stack);
+        for (const f of out.frames) assert.doesNotMatch(f, /\/ts-runner\//);
+        if (name.includes('logs')) assert.deepEqual(out.logs.map((l) => l.text), ['before']);
       } catch (err) {
         err.message = `${name}: ${err.message}`;
         throw err;
