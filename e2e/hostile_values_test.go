@@ -13,12 +13,13 @@ import (
 )
 
 // The hostile-values suite: programs whose objects try to break the runner
-// that introspects them (names, messages, str/repr, stacks, JSON, exits,
-// logs), and tool arguments that JSON would silently alter. Every program
-// must end as its own exception (with a useful message) or as a value
-// (JSON, or an inspect/repr rendering with a fallback text) — never as a
-// broken runner (`exit`), and never with the runner's own frames in the
-// outcome or the logs. Each case logs one quotable OUTCOME line:
+// that introspects them (names, messages, str/repr, stacks, JSON, logs),
+// and tool arguments that JSON would silently alter. Every program must end
+// as its own exception (with a useful message) or as a value (JSON, or an
+// inspect/repr rendering with a fallback text) — never as a broken runner
+// (`exit`), and never with the runner's own frames in the outcome or the
+// logs. (Programs that exit, hostile exit codes included, are in
+// exit_test.go.) Each case logs one quotable OUTCOME line:
 //
 //	go test -count=1 -run 'TestHostileValues|TestLossyArguments' -v ./e2e/ | grep OUTCOME
 
@@ -184,47 +185,6 @@ await tools.fail({"why": 2})`),
 				backend.Python:     {`no luck with {"why":2}`, `File "program.py", line 7`},
 			}[lang]
 			wantException(want...)(t, lang, res)
-		},
-	},
-	{
-		name: "exit with an odd code",
-		programs: both(`
-console.log("before");
-process.exit(3);
-console.log("after");`, `
-import sys
-print("before")
-class Code:
-    def __eq__(self, other):
-        raise RuntimeError("eq")
-    def __str__(self):
-        return "weird"
-sys.exit(Code())`),
-		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
-			want := map[backend.Language]string{backend.TypeScript: "Exit: process.exit(3)", backend.Python: "SystemExit: weird"}[lang]
-			wantException(want)(t, lang, res)
-			if got := logTexts(res); len(got) != 1 || got[0] != "before" {
-				t.Fatalf("logs %q, want only the line before the exit", got)
-			}
-		},
-	},
-	{
-		name:     "exit from a callback",
-		programs: both(`setTimeout(() => process.exit(2), 5); await new Promise((r) => setTimeout(r, 5000));`, "import os, threading, time\nthreading.Thread(target=os._exit, args=(2,)).start()\ntime.sleep(5)"),
-		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
-			want := map[backend.Language]string{backend.TypeScript: "Exit: process.exit(2)", backend.Python: "Exit: os._exit(2)"}[lang]
-			wantException(want)(t, lang, res)
-		},
-	},
-	{
-		name:     "exit 0 is a completed run",
-		programs: both(`process.exit(0); return "unreached";`, "import os\nos._exit(0)\nreturn 'unreached'"),
-		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
-			ok(t, res)
-			if res.ValueKind != backend.ValueNone {
-				t.Fatalf("value %s kind %q", res.Value, res.ValueKind)
-			}
-			outcome(t, lang, res, "no value")
 		},
 	},
 	{

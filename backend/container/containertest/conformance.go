@@ -328,6 +328,50 @@ return out`),
 			}
 		},
 	},
+	// A program that ends its process before returning has not completed,
+	// whatever the status, 0 included (issue 24 §4): the runner reports the
+	// exits it sees, the host the container's status for the rest.
+	{
+		name: ExitScenarios[0],
+		programs: both(`
+console.log("before");
+process.exit(0);
+return "unreached";`, `
+import sys
+print("before")
+sys.exit(0)
+return "unreached"`),
+		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
+			how := map[backend.Language]string{backend.TypeScript: "(process.exit(0))", backend.Python: "(SystemExit: 0)"}[lang]
+			wantFailure(t, res, backend.FailureExit, "the program exited with status 0 before returning "+how)
+			if res.Value != nil || len(res.Logs) != 1 || strings.TrimSpace(res.Logs[0].Text) != "before" {
+				t.Fatalf("value %s, logs %+v: want no value and only the line before the exit", res.Value, res.Logs)
+			}
+			outcome(t, lang, res, "%q", firstLine(res.Error.Message))
+		},
+	},
+	{
+		name: ExitScenarios[1],
+		programs: both(`setTimeout(() => process.exit(3), 5); await new Promise(r => setTimeout(r, 10000));`,
+			"import os, threading, time\nthreading.Thread(target=os._exit, args=(3,)).start()\ntime.sleep(10)"),
+		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
+			how := map[backend.Language]string{backend.TypeScript: "(process.exit(3))", backend.Python: "(os._exit(3))"}[lang]
+			wantFailure(t, res, backend.FailureExit, "the program exited with status 3 before returning "+how)
+			outcome(t, lang, res, "%q", firstLine(res.Error.Message))
+		},
+	},
+	{
+		name:     ExitScenarios[2],
+		programs: both(`process.kill(process.pid, "SIGKILL"); await new Promise(() => {});`, "import posix\nposix._exit(0)"),
+		check: func(t *testing.T, lang backend.Language, res backend.RunResult) {
+			want := map[backend.Language]string{
+				backend.TypeScript: "the container exited with status 137 (128 + signal 9: killed) before the program returned",
+				backend.Python:     "the container exited with status 0 before the program returned",
+			}[lang]
+			wantFailure(t, res, backend.FailureExit, want)
+			outcome(t, lang, res, "%q", res.Error.Message)
+		},
+	},
 	{
 		name:     "wall timeout",
 		programs: both(`await new Promise(() => {})`, "import asyncio\nawait asyncio.Event().wait()"),
@@ -349,6 +393,16 @@ return out`),
 			wantFiredOnTime(t, "compute", res.Stats.CPU, 500*time.Millisecond)
 		},
 	},
+}
+
+// ExitScenarios name the conformance cases of a program that exits before
+// returning (for Config.Only): exit 0 from the program's body, an exit from
+// a callback or thread, and a process ended beneath the runner (no done
+// frame: the container's status).
+var ExitScenarios = []string{
+	"exit 0 before returning is an exit, not a completed run",
+	"an exit from a callback states its status",
+	"a process ended beneath the runner is an exit with the container's status",
 }
 
 // scenarioNames are the conformance cases by name, in order.
