@@ -43,7 +43,8 @@ var runCodeFlavors = map[backend.Language]runCodeFlavor{
 			"Tool calls run one at a time in the order they are made, even under Promise.all. " +
 			"Each program runs in a fresh sandbox with no network and no state kept between runs.",
 		code: "The body of an async TypeScript function: top-level await and return work. " +
-			"Use erasable TypeScript only (types are stripped before it runs; no enum or namespace).",
+			"Use erasable TypeScript only (types are stripped before it runs; no enum or namespace). " +
+			"The run completes when the program returns or reaches its end; process.exit() at any status, 0 included, ends it as a failed run (kind exit).",
 	},
 	backend.Python: {
 		description: "Run a Python program against the tools SDK described in the system prompt. " +
@@ -52,7 +53,8 @@ var runCodeFlavors = map[backend.Language]runCodeFlavor{
 			"Only what the program prints or returns comes back to you, so return or print just what you need. " +
 			"Tool calls run one at a time in the order they are made, even under asyncio.gather. " +
 			"Each program runs in a fresh sandbox with no network and no state kept between runs.",
-		code: "The body of an async Python function: top-level await and return work.",
+		code: "The body of an async Python function: top-level await and return work. " +
+			"The run completes when the program returns or reaches its end; sys.exit(), exit() or os._exit() at any status, 0 included, ends it as a failed run (kind exit).",
 	},
 }
 
