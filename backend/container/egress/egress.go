@@ -665,7 +665,7 @@ func (s *Session) Dial(ctx context.Context, host string, port int) (*Conn, error
 			continue
 		}
 		ev.Address = ap.Addr().String()
-		return &Conn{Conn: c, s: s, ev: ev, start: start}, nil
+		return &Conn{Conn: c, s: s, ev: ev, start: start, reported: make(chan struct{})}, nil
 	}
 	return nil, fail(OutcomeFailed, fmt.Sprintf("connecting to %s: %v", name, lastErr))
 }
@@ -708,6 +708,9 @@ type Conn struct {
 	// every byte that crossed (a Write that had sent its bytes but not
 	// counted them was missing from it).
 	io sync.RWMutex
+	// reported is closed once the Event is out: every Close returns
+	// after it.
+	reported chan struct{}
 
 	mu     sync.Mutex
 	ev     Event
@@ -800,7 +803,8 @@ func (c *Conn) Result() (up, down int64, problem string) {
 	return c.ev.BytesUp, c.ev.BytesDown, problem
 }
 
-// Close closes the connection and reports its Event (once).
+// Close closes the connection and reports its Event (once). When any
+// Close returns, the Event has been reported.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	already := c.closed
@@ -808,8 +812,10 @@ func (c *Conn) Close() error {
 	c.mu.Unlock()
 	err := c.Conn.Close()
 	if already {
+		<-c.reported
 		return err
 	}
+	defer close(c.reported)
 	c.io.Lock() // the Reads and Writes that were in flight have counted
 	c.mu.Lock()
 	ev := c.ev

@@ -481,3 +481,55 @@ func TestEventCountsBytesInFlightAtClose(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryCloseReturnsAfterTheEvent: the tunnel closes a connection from
+// two goroutines (the run's settlement and the stream's own end); the
+// run counts as over when the stream's goroutine returns, so its Close
+// must not return before the first one has reported the Event.
+func TestEveryCloseReturnsAfterTheEvent(t *testing.T) {
+	inner := &inFlightConn{entered: make(chan struct{}), closed: make(chan struct{}), emitted: make(chan struct{})}
+	var (
+		mu sync.Mutex
+		ev []Event
+	)
+	res := &mapResolver{answers: map[string][][]netip.Addr{"api.test.dev": {addrs("93.184.216.34")}}}
+	p, err := New(Config{Allow: []string{"api.test.dev:443"}, Resolver: res,
+		Dial: func(context.Context, netip.AddrPort) (net.Conn, error) { return inner, nil },
+		OnEvent: func(e Event) {
+			mu.Lock()
+			ev = append(ev, e)
+			mu.Unlock()
+			close(inner.emitted)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Session().Dial(context.Background(), "api.test.dev", 443)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		_, _ = c.Write([]byte("hello"))
+	}()
+	<-inner.entered
+	first := make(chan struct{})
+	go func() {
+		defer close(first)
+		c.Close() // waits for the Write in flight
+	}()
+	<-inner.closed // the first Close is under way
+	c.Close()
+	mu.Lock()
+	n := len(ev)
+	mu.Unlock()
+	<-first
+	<-wrote
+	if n != 1 {
+		t.Fatalf("the second Close returned with %d events reported, want the one", n)
+	}
+	if len(ev) != 1 || ev[0].BytesUp != 5 {
+		t.Fatalf("events %+v", ev)
+	}
+}
