@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/containerd/containerd/containers"
 	"github.com/containerd/containerd/contrib/seccomp"
@@ -15,6 +14,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	dshseccomp "github.com/dsh-container/dsh-container/backend/container/seccomp"
 )
 
 // InitPath is where the init binary is mounted when Spec.Init is set, the
@@ -48,7 +48,7 @@ func BuildSpec(s container.Spec, o SpecOptions) (*specs.Spec, error) {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	uid, gid, err := parseUser(s.User)
+	uid, gid, err := container.ParseUser(s.User)
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +112,9 @@ func BuildSpec(s container.Spec, o SpecOptions) (*specs.Spec, error) {
 	if s.NanoCPUs > 0 {
 		opts = append(opts, oci.WithCPUCFS(s.NanoCPUs*cpuPeriod/1e9, cpuPeriod))
 	}
+	if dshseccomp.IsGVisor(s.OCIRuntime) {
+		opts = append(opts, withReadOnlyProc)
+	}
 	if s.TmpfsBytes > 0 {
 		opts = append(opts, oci.WithMounts([]specs.Mount{{
 			Destination: "/tmp",
@@ -161,16 +164,22 @@ func BuildSpec(s container.Spec, o SpecOptions) (*specs.Spec, error) {
 	return sp, nil
 }
 
-// parseUser reads a numeric "uid:gid": names would need the image's
-// /etc/passwd, which the driver never reads.
-func parseUser(u string) (uint32, uint32, error) {
-	us, gs, ok := strings.Cut(u, ":")
-	uid, err1 := strconv.ParseUint(us, 10, 32)
-	gid, err2 := strconv.ParseUint(gs, 10, 32)
-	if !ok || err1 != nil || err2 != nil {
-		return 0, 0, fmt.Errorf("%w: User %q: the containerd driver takes a numeric uid:gid only", errdefs.ErrNotImplemented, u)
+// withReadOnlyProc mounts /proc read-only. Under gVisor /proc is the
+// Sentry's, which lets a program lower its own oom_score_adj without
+// CAP_SYS_RESOURCE (the host kernel answers EACCES) and ignores the spec's
+// readonlyPaths and maskedPaths; a read-only mount it does honour, so
+// every write to /proc fails with EROFS there. Neither runner writes to
+// /proc. Under runc the host kernel's own checks apply (lowering
+// oom_score_adj needs CAP_SYS_RESOURCE), and /proc stays as containerd's
+// default spec has it.
+func withReadOnlyProc(_ context.Context, _ oci.Client, _ *containers.Container, sp *oci.Spec) error {
+	for i, m := range sp.Mounts {
+		if m.Destination == "/proc" && m.Type == "proc" {
+			sp.Mounts[i].Options = append(slices.DeleteFunc(slices.Clone(m.Options), func(o string) bool { return o == "rw" || o == "ro" }), "ro")
+			return nil
+		}
 	}
-	return uint32(uid), uint32(gid), nil
+	return fmt.Errorf("%w: the OCI spec has no /proc mount to make read-only", errdefs.ErrNotImplemented)
 }
 
 // withRlimit sets one rlimit, soft and hard, replacing the default spec's.

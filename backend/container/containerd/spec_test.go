@@ -195,7 +195,6 @@ func TestBuildSpecFailsClosed(t *testing.T) {
 		{"ipc", func(s *container.Spec) { s.IPCPrivate = false }, testOpts, "IPCPrivate"},
 		{"capabilities", func(s *container.Spec) { s.CapDropAll = false }, testOpts, "CapDropAll"},
 		{"log driver", func(s *container.Spec) { s.LogDriverNone = false }, testOpts, "LogDriverNone"},
-		{"user name", func(s *container.Spec) { s.User = "nobody" }, testOpts, "User"},
 		{"no init binary", func(*container.Spec) {}, SpecOptions{Namespace: "x"}, "Init"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -207,6 +206,15 @@ func TestBuildSpecFailsClosed(t *testing.T) {
 			}
 		})
 	}
+	// A User that is not a numeric uid:gid is bad input, refused before
+	// any spec exists: the image's /etc/passwd never decides.
+	for _, u := range []string{"nobody", "0", "abc", "-1", "4294967296", "4294967295:0", "1000:x", "99999999999:0", ""} {
+		s := preset()
+		s.User = u
+		if sp, err := BuildSpec(s, testOpts); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "User") || sp != nil {
+			t.Errorf("User %q: %v, want InvalidArgument naming User", u, err)
+		}
+	}
 	// Without an init, no init binary is needed and none is mounted.
 	s := preset()
 	s.Init = false
@@ -216,6 +224,47 @@ func TestBuildSpecFailsClosed(t *testing.T) {
 	}
 	if sp.Process.Args[0] != "node" || applied(sp).Init {
 		t.Fatalf("args %v", sp.Process.Args)
+	}
+}
+
+// Under gVisor /proc is mounted read-only (the Sentry lets a program
+// lower its oom_score_adj and ignores readonlyPaths), and /tmp carries
+// noexec, nosuid and nodev as under runc; under runc /proc is containerd's
+// default.
+func TestBuildSpecUnderGVisor(t *testing.T) {
+	mount := func(sp *specs.Spec, dst string) specs.Mount {
+		t.Helper()
+		for _, m := range sp.Mounts {
+			if m.Destination == dst {
+				return m
+			}
+		}
+		t.Fatalf("no %s mount in %+v", dst, sp.Mounts)
+		return specs.Mount{}
+	}
+	for _, rt := range []string{"", "runc", "runsc", "runsc-debug", "gvisor"} {
+		s := preset()
+		s.OCIRuntime = rt
+		sp, err := BuildSpec(s, testOpts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proc := mount(sp, "/proc")
+		gvisor := dshseccomp.IsGVisor(rt)
+		if slices.Contains(proc.Options, "ro") != gvisor || slices.Contains(proc.Options, "rw") {
+			t.Errorf("runtime %q: /proc options %v, want ro only under gVisor", rt, proc.Options)
+		}
+		for _, o := range []string{"nosuid", "noexec", "nodev"} {
+			if !slices.Contains(proc.Options, o) {
+				t.Errorf("runtime %q: /proc options %v lack %s", rt, proc.Options, o)
+			}
+		}
+		tmp := mount(sp, "/tmp")
+		for _, o := range []string{"nosuid", "noexec", "nodev"} {
+			if !slices.Contains(tmp.Options, o) {
+				t.Errorf("runtime %q: /tmp options %v lack %s", rt, tmp.Options, o)
+			}
+		}
 	}
 }
 

@@ -67,6 +67,9 @@ type Driver struct {
 
 	mu      sync.Mutex
 	cgroups map[string]cgroupAccounting // container id → its accounting files
+
+	// imagesChecked holds the image references checkImage passed.
+	imagesChecked sync.Map
 }
 
 var (
@@ -148,6 +151,9 @@ func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 		AttachStderr:    true,
 		// Clear any entrypoint the image declares: Cmd is the whole command.
 		Entrypoint: []string{},
+		// Nor does the image's HEALTHCHECK run: the daemon would exec it
+		// in the container, beside the program, on the image's schedule.
+		Healthcheck: &dcontainer.HealthConfig{Test: []string{"NONE"}},
 	}
 	nproc := s.Pids
 	init := s.Init
@@ -221,6 +227,9 @@ const createTimeout = 30 * time.Second
 // When it fails anyway, the container is removed by its name (the daemon
 // may have created it before a timeout); NotFound is the usual answer.
 func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
+	if err := d.checkSpec(ctx, s); err != nil {
+		return "", err
+	}
 	if s.OCIRuntime != "" && d.runtimes != nil && !slices.Contains(d.runtimes, s.OCIRuntime) {
 		return "", fmt.Errorf("%w: OCI runtime %q is not registered with the Docker daemon (it has %s); register it in /etc/docker/daemon.json", errdefs.ErrNotImplemented, s.OCIRuntime, strings.Join(d.runtimes, ", "))
 	}

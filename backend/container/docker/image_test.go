@@ -1,0 +1,126 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+	dcontainer "github.com/docker/docker/api/types/container"
+	dimage "github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/dsh-container/dsh-container/backend/container"
+)
+
+// createAPI fakes the calls Create makes, counting them.
+type createAPI struct {
+	apiClient // nil: any other call panics
+	image     ocispec.ImageConfig
+	missing   bool
+	inspects  int
+	created   []*dcontainer.Config
+}
+
+func (a *createAPI) ImageInspect(context.Context, string, ...client.ImageInspectOption) (dimage.InspectResponse, error) {
+	a.inspects++
+	if a.missing {
+		return dimage.InspectResponse{}, errdefs.ErrNotFound
+	}
+	// Built from JSON, as the client decodes the daemon's answer.
+	var r dimage.InspectResponse
+	b, _ := json.Marshal(map[string]any{"Config": a.image})
+	err := json.Unmarshal(b, &r)
+	return r, err
+}
+
+func (a *createAPI) ContainerCreate(_ context.Context, cfg *dcontainer.Config, _ *dcontainer.HostConfig, _ *network.NetworkingConfig, _ any, _ string) (dcontainer.CreateResponse, error) {
+	a.created = append(a.created, cfg)
+	return dcontainer.CreateResponse{ID: "c1"}, nil
+}
+
+func runnerSpec() container.Spec {
+	return container.Spec{Name: "dsh-x", Image: "dsh-container/py-runner:abc", User: container.RunnerUser, Cmd: []string{"python3"},
+		Labels: map[string]string{container.LabelManaged: "true", container.LabelOwner: "o"}}
+}
+
+// A User that is not a numeric uid:gid is refused before any call to the
+// daemon: Docker would resolve it through the image's /etc/passwd.
+func TestCreateRefusesUnparsableUser(t *testing.T) {
+	for _, u := range []string{"", "root", "0", "abc", "-1", "4294967296", "4294967295:0", "99999999999:0", "1000:x"} {
+		api := &createAPI{}
+		d := &Driver{api: api}
+		s := runnerSpec()
+		s.User = u
+		if _, err := d.Create(context.Background(), s); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "User") {
+			t.Errorf("User %q: %v, want InvalidArgument naming User", u, err)
+		}
+		if api.inspects != 0 || len(api.created) != 0 {
+			t.Errorf("User %q: %d inspects, %d creates before the refusal", u, api.inspects, len(api.created))
+		}
+	}
+}
+
+// An image carrying a label the runtime sets and the reaper reads, or a
+// VOLUME, is refused before anything is created; one without them is
+// checked once per reference; a missing one is left to the create.
+func TestCreateChecksTheImage(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		image ocispec.ImageConfig
+		want  []string
+	}{
+		{"owner label", ocispec.ImageConfig{Labels: map[string]string{container.LabelOwner: "victim"}}, []string{container.LabelOwner, `"victim"`}},
+		{"bridge label", ocispec.ImageConfig{Labels: map[string]string{container.LabelBridge: "s-x", "org.opencontainers.image.title": "t"}}, []string{container.LabelBridge}},
+		{"earlier managed label", ocispec.ImageConfig{Labels: map[string]string{"io.dsh-container.managed": "true", "io.dsh-container.owner": "1.1.gone"}}, []string{"io.dsh-container.managed", "io.dsh-container.owner"}},
+		{"volume", ocispec.ImageConfig{Volumes: map[string]struct{}{"/var/tmp": {}, "/data": {}}}, []string{"VOLUME /data /var/tmp"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			api := &createAPI{image: c.image}
+			d := &Driver{api: api}
+			_, err := d.Create(ctx, runnerSpec())
+			if !errdefs.IsInvalidArgument(err) {
+				t.Fatalf("%v, want InvalidArgument", err)
+			}
+			for _, w := range append(c.want, "dsh-container/py-runner:abc") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+			if len(api.created) != 0 {
+				t.Errorf("created %d containers", len(api.created))
+			}
+			// Refused again: a refusal is not remembered as a pass.
+			if _, err := d.Create(ctx, runnerSpec()); !errdefs.IsInvalidArgument(err) || api.inspects != 2 {
+				t.Errorf("second create: %v after %d inspects", err, api.inspects)
+			}
+		})
+	}
+	// Other labels, ours under the prefix included, pass; the image is
+	// inspected once.
+	api := &createAPI{image: ocispec.ImageConfig{User: "0", Labels: map[string]string{
+		container.LabelPrefix + "image": "py-runner", "io.containerd.logger.uri": "binary:///bin/sh", "com.docker.log-driver": "json-file"}}}
+	d := &Driver{api: api}
+	for range 3 {
+		if _, err := d.Create(ctx, runnerSpec()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if api.inspects != 1 || len(api.created) != 3 {
+		t.Fatalf("%d inspects, %d creates; want 1 and 3", api.inspects, len(api.created))
+	}
+	// The image's USER and HEALTHCHECK never apply.
+	if cfg := api.created[0]; cfg.User != container.RunnerUser || cfg.Healthcheck == nil || strings.Join(cfg.Healthcheck.Test, " ") != "NONE" {
+		t.Errorf("user %q, healthcheck %+v", cfg.User, cfg.Healthcheck)
+	}
+	// A missing image is the create's to report (with the build hint).
+	api = &createAPI{missing: true}
+	d = &Driver{api: api}
+	if _, err := d.Create(ctx, runnerSpec()); err != nil || len(api.created) != 1 {
+		t.Fatalf("missing image: %v, %d creates", err, len(api.created))
+	}
+}
