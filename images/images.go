@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -223,6 +224,19 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 		fmt.Fprintf(progress, "%s is up to date\n", tag)
 		return tag, nil
 	}
+	// Nothing runs on a base before its root filesystem passes the
+	// check: the build's RUN steps are containers of it. A base the
+	// daemon does not have yet (one the build pulls) is checked with the
+	// result.
+	if base != "" {
+		if present, err := Exists(ctx, cli, base); err != nil {
+			return "", err
+		} else if present {
+			if err := CheckImage(ctx, cli, base); err != nil {
+				return "", fmt.Errorf("the base: %w", err)
+			}
+		}
+	}
 	fmt.Fprintf(progress, "building %s...\n", tag)
 	buildCtx, err := im.context()
 	if err != nil {
@@ -246,6 +260,13 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 	defer resp.Body.Close()
 	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, prefixWriter{progress, "  "}, 0, false, nil); err != nil {
 		return "", fmt.Errorf("building %s: %w", tag, err)
+	}
+	if err := CheckImage(ctx, cli, tag); err != nil {
+		// Not left under the tag the runtime looks for.
+		if _, rerr := cli.ImageRemove(context.WithoutCancel(ctx), tag, dimage.RemoveOptions{PruneChildren: true}); rerr != nil && !errdefs.IsNotFound(rerr) {
+			err = errors.Join(err, fmt.Errorf("removing the refused %s: %w", tag, rerr))
+		}
+		return "", err
 	}
 	return tag, nil
 }

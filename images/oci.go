@@ -231,6 +231,9 @@ func WriteOCI(w io.Writer, im Image, b Base, baseRootfs string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkOCILayers(baseRootfs, layer); err != nil {
+		return err
+	}
 	tag := im.Tag()
 	labels := map[string]string{labelPrefix + "inputs": strings.TrimPrefix(tag, Repository), labelPrefix + "base": b.Tag()}
 	for k, v := range r.labels {
@@ -307,6 +310,20 @@ func WriteOCI(w io.Writer, im Image, b Base, baseRootfs string) error {
 		return err
 	}
 	return tw.Close()
+}
+
+// checkOCILayers checks the root filesystem the base file and the
+// recipe's layer make (CheckRootfs), before anything is written.
+func checkOCILayers(baseRootfs string, layer blob) error {
+	f, err := os.Open(baseRootfs)
+	if err != nil {
+		return fmt.Errorf("the base root filesystem: %w", err)
+	}
+	defer f.Close()
+	if err := CheckRootfs(f, bytes.NewReader(layer.data)); err != nil {
+		return fmt.Errorf("the base root filesystem %s: %w", baseRootfs, err)
+	}
+	return nil
 }
 
 // recipeLayer is the layer the recipe adds: its copied files, with their
