@@ -21,6 +21,11 @@
 //   - RunHostile: programs that try to exhaust, escape or outlive their
 //     container, each logged as one quotable OUTCOME line; the process
 //     running the suite leaks no goroutine and no file descriptor.
+//   - RunSurface (also part of RunHostile): the kernel surface beyond the
+//     removed system calls — every socket address family (the refused
+//     ones answer EAFNOSUPPORT, one subtest each), x32 and 32-bit x86
+//     system calls, device nodes, /tmp's mount options, oom_score_adj —
+//     asserted per OCI runtime.
 //
 // Run runs them all. A driver's test is one call:
 //

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -82,6 +83,9 @@ type hostileCase struct {
 	// gVisorCheck, when set, replaces check under gVisor: the case
 	// asserts what gVisor provides where its kernel answers differently.
 	gVisorCheck func(t *testing.T, lang backend.Language, res backend.RunResult)
+	// checkWith, when set, replaces both with a check that reads the
+	// suite's configuration.
+	checkWith func(cfg Config) func(t *testing.T, lang backend.Language, res backend.RunResult)
 }
 
 func progs(m map[backend.Language]string) func(string) map[backend.Language]string {
@@ -872,14 +876,20 @@ func checkProcessHealth(t *testing.T, cfg Config) {
 // runtime of its own: after each, the same runtime must run the next
 // program normally, and the leak check must find nothing. At the end,
 // the process has the goroutines and file descriptors it started with.
+// The kernel-surface cases (RunSurface) are among them.
 func RunHostile(t *testing.T, cfg Config) {
 	cfg.validate(t)
+	runHostileCases(t, cfg, append(slices.Clone(hostileCases), surfaceCases...))
+}
+
+// runHostileCases runs cases as RunHostile describes.
+func runHostileCases(t *testing.T, cfg Config, cases []hostileCase) {
 	checkProcessHealth(t, cfg)
 	t.Setenv(secretVar, "must-not-leak")
 	host := cfg.hostAddress(t)
 	for _, lang := range Languages {
 		t.Run(string(lang), func(t *testing.T) {
-			for _, hc := range hostileCases {
+			for _, hc := range cases {
 				prog, found := hc.programs(host)[lang]
 				if !found {
 					continue
@@ -900,6 +910,9 @@ func RunHostile(t *testing.T, cfg Config) {
 					check := hc.check
 					if cfg.gVisor() && hc.gVisorCheck != nil {
 						check = hc.gVisorCheck
+					}
+					if hc.checkWith != nil {
+						check = hc.checkWith(cfg)
 					}
 					check(t, lang, e.run(t, prog, b...))
 					// The host is healthy: the next program runs normally.

@@ -33,6 +33,13 @@ type Config struct {
 	// behaviour instead; runsc must run with --oci-seccomp so the seccomp
 	// profile applies inside the sandbox.
 	OCIRuntime string
+	// ReadOnlyProcUnderGVisor says the driver mounts /proc read-only
+	// under gVisor, where the Sentry would otherwise let a program lower
+	// its oom_score_adj (the containerd driver does; Docker's API sets no
+	// option of /proc). The kernel-surface case then wants EROFS for
+	// every write to oom_score_adj; without it, the Sentry's own score
+	// lowered.
+	ReadOnlyProcUnderGVisor bool
 	// Options are added after the suite's own to every runtime it builds.
 	// They must not weaken the hardening preset: RunHardening would
 	// (rightly) fail.
