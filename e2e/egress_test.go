@@ -5,11 +5,13 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -85,6 +87,15 @@ func newEgressServer(t *testing.T) *egressServer {
 	})
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(strings.Repeat("x", 200<<10)))
+	})
+	mux.HandleFunc("/upload", func(w http.ResponseWriter, r *http.Request) {
+		h := sha256.New()
+		n, err := io.Copy(h, http.MaxBytesReader(w, r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		fmt.Fprintf(w, "%d %x", n, h.Sum(nil))
 	})
 	s.srv = &http.Server{
 		Handler:   mux,
@@ -188,9 +199,9 @@ const out = {};
 for (const [k, url] of [["notListed", "https://other.egress.test:%[1]d/hello"], ["rawIP", "https://127.0.0.1:%[1]d/hello"], ["private", "https://private.egress.test:%[1]d/hello"], ["otherPort", "https://api.egress.test:4443/hello"]]) {
   try { const r = await fetch(url); out[k] = "reached: " + r.status; } catch (e) { out[k] = "refused: " + String(e.cause ?? e); }
 }
-for (const [k, host] of [["socketHost", "127.0.0.1"], ["socketPublic", "1.1.1.1"]]) {
+for (const [k, host] of [["socketHost", "127.0.0.1"], ["socketPublic", "192.0.2.1"]]) {
   out[k] = await new Promise((resolve) => {
-    const s = net.connect({ host, port: host === "1.1.1.1" ? 443 : %[1]d, timeout: 3000 });
+    const s = net.connect({ host, port: host === "192.0.2.1" ? 443 : %[1]d, timeout: 3000 });
     s.on("connect", () => { s.destroy(); resolve("connected"); });
     s.on("timeout", () => { s.destroy(); resolve("failed: timeout"); });
     s.on("error", (e) => resolve("failed: " + e.code));
@@ -206,7 +217,7 @@ for k, url in [("notListed", "https://other.egress.test:%[1]d/hello"), ("rawIP",
             out[k] = f"reached: {r.status}"
     except Exception as e:
         out[k] = f"refused: {e}"
-for k, host, port in [("socketHost", "127.0.0.1", %[1]d), ("socketPublic", "1.1.1.1", 443)]:
+for k, host, port in [("socketHost", "127.0.0.1", %[1]d), ("socketPublic", "192.0.2.1", 443)]:
     try:
         socket.create_connection((host, port), timeout=3).close()
         out[k] = "connected"
@@ -233,6 +244,32 @@ except Exception as e:
 	return
 }
 
+// uploadPrograms POST 1 MiB (byte i is i mod 251) to /upload, eight times
+// the tunnel's 128 KiB stream window, and return the server's answer: the
+// length and SHA-256 of what it received.
+func uploadPrograms(port int) map[backend.Language]string {
+	return both(fmt.Sprintf(`
+const body = new Uint8Array(1 << 20);
+for (let i = 0; i < body.length; i++) body[i] = i %% 251;
+const r = await fetch("https://api.egress.test:%[1]d/upload", { method: "POST", body });
+return { status: r.status, text: await r.text() };
+`, port), fmt.Sprintf(`
+import urllib.request
+body = bytes(i %% 251 for i in range(1 << 20))
+req = urllib.request.Request("https://api.egress.test:%[1]d/upload", data=body, method="POST")
+with urllib.request.urlopen(req, timeout=60) as r:
+    return {"status": r.status, "text": r.read().decode()}
+`, port))
+}
+
+func uploadAnswer() string {
+	body := make([]byte, 1<<20)
+	for i := range body {
+		body[i] = byte(i % 251)
+	}
+	return fmt.Sprintf("%d %x", len(body), sha256.Sum256(body))
+}
+
 // TestEgress: a program reaches an allowlisted name through the runner's
 // loopback proxy and the host's CONNECT proxy, TLS verified against a test
 // CA carried by the run frame, while the container keeps network none; it
@@ -245,6 +282,7 @@ func TestEgress(t *testing.T) {
 	}
 	srv := newEgressServer(t)
 	fetchOK, refused, capped := egressPrograms(srv.port)
+	upload := uploadPrograms(srv.port)
 	underEachRuntime(t, func(t *testing.T, ociRuntime string) {
 		var rtOpts []container.Option
 		if ociRuntime != "" {
@@ -408,6 +446,27 @@ func TestEgress(t *testing.T) {
 					srv.waitClosed(t)
 					evs := log.snapshot()
 					if len(evs) != 1 || evs[0].Outcome != egress.OutcomeCapped || evs[0].BytesUp+evs[0].BytesDown != 32<<10 {
+						t.Fatalf("events %+v", evs)
+					}
+				})
+				t.Run("upload beyond the window", func(t *testing.T) {
+					e := newEnv(t, lang, nil, rtOpts...)
+					log := &egressEvents{}
+					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: upload[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					outcome(t, lang, res, "upload")
+					got := decode[struct {
+						Status int
+						Text   string
+					}](t, res)
+					if want := uploadAnswer(); got.Status != 200 || got.Text != want {
+						t.Fatalf("got %+v, want 200 %q", got, want)
+					}
+					srv.waitClosed(t)
+					evs := log.snapshot()
+					if len(evs) != 1 || evs[0].Outcome != egress.OutcomeOK || evs[0].BytesUp < 1<<20 {
 						t.Fatalf("events %+v", evs)
 					}
 				})
