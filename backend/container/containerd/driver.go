@@ -338,6 +338,11 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		return "", fmt.Errorf("encoding the OCI spec: %w", err)
 	}
 	id := s.Name
+	if err := ctx.Err(); err != nil {
+		// A caller that gave up before anything was made: make nothing
+		// (a create runs to completion once begun, then is undone).
+		return "", err
+	}
 	cctx, cancel := context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), createTimeout)
 	defer cancel()
 	img, err := d.resolveImage(cctx, s.Image)
@@ -598,6 +603,13 @@ func (d *Driver) remove(ctx context.Context, id string) error {
 }
 
 // deleteTask deletes the task, killing it first when it still runs.
+//
+// A task already killed but not yet reaped refuses the delete, and its
+// runtime may refuse the kill too (runsc: "sandbox is not running", an
+// unknown error): the kill's failure is not the end — the task's exit
+// decides, and the second delete reports. Giving up at the kill left the
+// task, its container and its snapshot behind whenever a teardown met a
+// gVisor sandbox that was dying (issue 24).
 func (d *Driver) deleteTask(ctx context.Context, id string) error {
 	_, err := d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
 	err = fromGRPC(err)
@@ -613,16 +625,18 @@ func (d *Driver) deleteTask(ctx context.Context, id string) error {
 		_, err := d.tasks.Wait(wctx, &tasks.WaitRequest{ContainerID: id})
 		waited <- fromGRPC(err)
 	}()
+	var errs []error
 	if _, err := d.tasks.Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true}); err != nil && !errdefs.IsNotFound(fromGRPC(err)) {
-		cancel()
-		<-waited
-		return fromGRPC(err)
+		errs = append(errs, fmt.Errorf("kill: %w", fromGRPC(err)))
 	}
 	if err := <-waited; err != nil && !errdefs.IsNotFound(err) {
-		return fmt.Errorf("waiting for the killed task: %w", err)
+		errs = append(errs, fmt.Errorf("waiting for the killed task: %w", err))
 	}
 	_, err = d.tasks.Delete(ctx, &tasks.DeleteTaskRequest{ContainerID: id})
-	return fromGRPC(err)
+	if err = fromGRPC(err); err == nil || errdefs.IsNotFound(err) {
+		return err
+	}
+	return errors.Join(append(errs, err)...)
 }
 
 // List implements container.Driver: containers carrying label=value and,
