@@ -176,7 +176,9 @@ func (d *fakeDriver) Start(_ context.Context, id string) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	d.mu.Lock()
 	c.cancel = cancel
+	d.mu.Unlock()
 	c.started = time.Now()
 	d.wg.Add(1)
 	go func() {
@@ -219,18 +221,38 @@ func (d *fakeDriver) MemoryPeak(_ context.Context, id string) (int64, error) {
 	return d.peak(), nil
 }
 
-func (d *fakeDriver) Kill(ctx context.Context, id string) error { return d.Remove(ctx, id) }
+// Kill stops the container's runner; the container stays until Remove.
+func (d *fakeDriver) Kill(_ context.Context, id string) error {
+	d.mu.Lock()
+	c, ok := d.containers[id]
+	var cancel context.CancelFunc
+	if ok {
+		cancel = c.cancel
+	}
+	d.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
+	}
+	if cancel != nil {
+		cancel()
+	}
+	return nil
+}
 
 func (d *fakeDriver) Remove(_ context.Context, id string) error {
 	d.mu.Lock()
 	c, ok := d.containers[id]
 	delete(d.containers, id)
+	var cancel context.CancelFunc
+	if ok {
+		cancel = c.cancel
+	}
 	d.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("container %s: %w", id, errdefs.ErrNotFound)
 	}
-	if c.cancel != nil {
-		c.cancel()
+	if cancel != nil {
+		cancel()
 	}
 	return nil
 }

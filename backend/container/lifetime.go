@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -204,7 +206,7 @@ func (sb *sandbox) teardown(ctx context.Context, log *slog.Logger) {
 		}
 		if err := sb.driver.Remove(ctx, sb.id); err != nil && !errdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", sb.id, err))
-			sb.orphans.add(sb.id)
+			sb.orphans.failed(sb.id, err)
 		}
 	}
 	if sb.streams.Close != nil {
@@ -248,33 +250,94 @@ func (sb *sandbox) stop() {
 }
 
 // orphans are containers whose removal failed (the daemon restarting, a
-// removal already in progress). A long-lived process retries them: the
-// reaper spares live owners, itself included.
+// removal already in progress, a killed task not reaped yet). A
+// long-lived process retries them before each run; Close retries them
+// until they are gone (drain). The reaper spares live owners, itself
+// included, so nothing else would.
 type orphans struct {
 	mu  sync.Mutex
 	ids []string
+	// last is each container's latest removal error.
+	last map[string]error
 }
 
-func (o *orphans) add(id string) {
+func (o *orphans) failed(id string, err error) {
 	if o == nil {
 		return
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.ids = append(o.ids, id)
+	if o.last == nil {
+		o.last = map[string]error{}
+	}
+	if _, ok := o.last[id]; !ok {
+		o.ids = append(o.ids, id)
+	}
+	o.last[id] = err
 }
 
-// retry removes what it can and keeps the rest.
+// retry removes what it can and keeps the rest, logging each failure.
 func (o *orphans) retry(ctx context.Context, d Driver, log *slog.Logger) {
+	for id, err := range o.attempt(ctx, d) {
+		log.Warn("still cannot remove a container", "container_id", id, "err", err)
+	}
+}
+
+// attempt tries to remove every orphan once and returns the failures.
+func (o *orphans) attempt(ctx context.Context, d Driver) map[string]error {
 	o.mu.Lock()
 	ids := o.ids
-	o.ids = nil
+	o.ids, o.last = nil, nil
 	o.mu.Unlock()
+	var failed map[string]error
 	for _, id := range ids {
 		if err := d.Remove(ctx, id); err != nil && !errdefs.IsNotFound(err) {
-			log.Warn("still cannot remove a container", "container_id", id, "err", err)
-			o.add(id)
+			o.failed(id, err)
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[id] = err
 		}
+	}
+	return failed
+}
+
+// orphanDrain bounds how long Close retries the orphans: an engine that
+// refuses to remove a killed container usually agrees once it has reaped
+// it, well within this.
+const orphanDrain = teardownTimeout
+
+// drain retries the orphans, backing off, until none is left, ctx ends or
+// orphanDrain has passed. It returns an error naming each container still
+// there and why, or nil when none is.
+func (o *orphans) drain(ctx context.Context, d Driver) error {
+	ctx, cancel := context.WithTimeout(ctx, orphanDrain)
+	defer cancel()
+	for delay := 50 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		failed := o.attempt(ctx, d)
+		if len(failed) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			left := make([]string, 0, len(failed))
+			for _, id := range slices.Sorted(maps.Keys(failed)) {
+				left = append(left, fmt.Sprintf("%s (%v)", id, failed[id]))
+			}
+			return fmt.Errorf("%d container(s) could not be removed: %s", len(left), strings.Join(left, "; "))
+		case <-time.After(delay):
+		}
+	}
+}
+
+// handOver moves every orphan, with its latest error, to to.
+func (o *orphans) handOver(to *orphans) {
+	o.mu.Lock()
+	ids, last := o.ids, o.last
+	o.ids, o.last = nil, nil
+	o.mu.Unlock()
+	for _, id := range ids {
+		to.failed(id, last[id])
 	}
 }
 

@@ -173,7 +173,10 @@ func (p *pool) start() {
 }
 
 // close stops refilling, tears every idle sandbox down and waits for
-// in-progress starts and teardowns.
+// in-progress starts and teardowns. A start it interrupts removes what it
+// made (startSandbox); one that completes anyway is torn down (start).
+// A removal that fails leaves the container with the runtime's orphans,
+// which Runtime.Close retries.
 func (p *pool) close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true

@@ -100,13 +100,7 @@ func (r *Runtime) runOnView(ctx context.Context, v *Runtime, req backend.RunRequ
 	res, err := v.Run(ctx, req)
 	go func() {
 		v.runs.Wait()
-		v.orphans.mu.Lock()
-		ids := v.orphans.ids
-		v.orphans.ids = nil
-		v.orphans.mu.Unlock()
-		for _, id := range ids {
-			r.orphans.add(id)
-		}
+		v.orphans.handOver(&r.orphans)
 		r.runs.Done()
 	}()
 	return res, err
@@ -126,6 +120,8 @@ func (r *Runtime) view(l Limits) *Runtime {
 		strip:    r.strip,
 		slots:    r.slots,
 		queued:   r.queued,
+
+		meterTick: r.meterTick,
 	}
 	v.opts.limits = l
 	if l.sameContainer(r.opts.limits) {

@@ -139,8 +139,17 @@ func (r *Runtime) Isolation() backend.Isolation { return backend.IsolationContai
 // Limits reports the runtime's budgets and caps.
 func (r *Runtime) Limits() Limits { return r.opts.limits }
 
-// Close aborts in-flight runs, waits until each has been torn down, and
-// makes later Runs fail with backend.ErrClosed. It is idempotent.
+// Close aborts in-flight runs, stops the warm pool, and returns once
+// every container the runtime or its pool created is gone: in-flight runs
+// and their teardowns, pool starts in progress (a start Close interrupts
+// removes what it made, one that completes anyway is torn down), idle
+// sandboxes, and containers whose removal failed — retried, backing off,
+// until they are removed (an engine may refuse while a killed container
+// is not reaped yet), ctx ends or 30 s have passed. It returns nil only
+// when nothing it created is left; otherwise an error naming each
+// container still there (the reaper removes them after this process has
+// exited) or saying what it was still waiting for when ctx ended. Later
+// Runs fail with backend.ErrClosed. It is idempotent.
 func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
@@ -149,9 +158,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 	if r.strip != nil {
 		r.strip.close() // a strip in progress stops its worker when done
 	}
-	var poolErr error
+	var errs []error
 	if r.pool != nil {
-		poolErr = r.pool.close(ctx)
+		if err := r.pool.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("the warm pool's starts and teardowns did not finish: %w", err))
+		}
 	}
 	done := make(chan struct{})
 	go func() {
@@ -160,14 +171,16 @@ func (r *Runtime) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		r.orphans.retry(ctx, r.driver, r.log)
-		if poolErr != nil {
-			return fmt.Errorf("closing the warm pool: %w", poolErr)
+		if err := r.orphans.drain(ctx, r.driver); err != nil {
+			errs = append(errs, err)
 		}
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("closing container runtime: %w", ctx.Err())
+		errs = append(errs, fmt.Errorf("runs and their teardowns did not finish: %w", ctx.Err()))
 	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("closing container runtime: %w", err)
+	}
+	return nil
 }
 
 func (r *Runtime) enter() error {
