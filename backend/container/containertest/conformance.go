@@ -222,7 +222,7 @@ out.tcp = await new Promise<string>(res => {
   s.on("error", e => res("error " + (e as any).code));
   setTimeout(() => res("timeout"), 3000);
 });
-out.dns = await dns.lookup("example.com").then(() => "resolved", e => "error " + e.code);
+out.dns = await dns.lookup("dsh-probe.invalid").then(() => "resolved", e => "error " + e.code);
 out.fetch = await fetch("http://192.0.2.1/").then(() => "fetched", e => "error");
 return out;`, `
 import socket, urllib.request
@@ -234,7 +234,7 @@ try:
 except OSError as e:
     out["tcp"] = "error " + type(e).__name__
 try:
-    socket.getaddrinfo("example.com", 80)
+    socket.getaddrinfo("dsh-probe.invalid", 80)
     out["dns"] = "resolved"
 except OSError as e:
     out["dns"] = "error " + type(e).__name__

@@ -368,7 +368,7 @@ return {
   "udp 192.0.2.1:53": await udp("192.0.2.1", "udp4"),
   "udp host %[1]s:53": await udp("%[1]s", "udp4"),
   "udp6 [2001:db8::1]:53": await udp("2001:db8::1", "udp6"),
-  "dns example.com": await dns.lookup("example.com").then(() => "resolved", e => e.code),
+  "dns dsh-probe.invalid": await dns.lookup("dsh-probe.invalid").then(() => "resolved", e => e.code),
 };`, gw), fmt.Sprintf(`
 import errno, socket
 def attempt(family, kind, addr):
@@ -396,10 +396,10 @@ out = {
     "udp6 [2001:db8::1]:53": attempt(socket.AF_INET6, socket.SOCK_DGRAM, ("2001:db8::1", 53)),
 }
 try:
-    socket.getaddrinfo("example.com", 80)
-    out["dns example.com"] = "resolved"
+    socket.getaddrinfo("dsh-probe.invalid", 80)
+    out["dns dsh-probe.invalid"] = "resolved"
 except socket.gaierror as e:
-    out["dns example.com"] = "gaierror %%d" %% e.errno
+    out["dns dsh-probe.invalid"] = "gaierror %%d" %% e.errno
 return out`, gw))
 		},
 		check: networkCheck(false),
