@@ -55,13 +55,37 @@ const maxJSONDepth = 10000
 // n whatever the shape — a tree of Go values costs a hundred times the
 // input for a long array of small numbers.
 func canonicalJSON(raw []byte) ([]byte, error) {
-	if !utf8.Valid(raw) {
-		return nil, errors.New("invalid UTF-8")
-	}
-	if err := checkSurrogates(raw); err != nil {
+	p, root, err := parseTape(raw)
+	if err != nil {
 		return nil, err
 	}
-	p := tapeParser{src: raw}
+	out := make([]byte, 0, len(raw))
+	return p.emit(out, root)
+}
+
+// CheckLossless reports why raw is not one lossless JSON value — the
+// input NormalizeArguments accepts, with the error it gives, without its
+// prefix — or nil. It builds no canonical text: it costs the tape and the
+// objects' keys, so a frame that is mostly one long string costs a few
+// bytes of tape, not a copy of the string.
+func CheckLossless(raw []byte) error {
+	p, _, err := parseTape(raw)
+	if err != nil {
+		return err
+	}
+	return p.checkKeys()
+}
+
+// parseTape validates raw's encoding and syntax and returns its tape and
+// the root's index. Duplicate keys are found later (emit, checkKeys).
+func parseTape(raw []byte) (*tapeParser, int, error) {
+	if !utf8.Valid(raw) {
+		return nil, 0, errors.New("invalid UTF-8")
+	}
+	if err := checkSurrogates(raw); err != nil {
+		return nil, 0, err
+	}
+	p := &tapeParser{src: raw}
 	p.tape.hint = len(raw)
 	root, err := p.value(0)
 	if err == nil {
@@ -71,12 +95,34 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	}
 	if err != nil {
 		if errors.Is(err, errSyntax) {
-			return nil, syntaxMessage(raw)
+			return nil, 0, syntaxMessage(raw)
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]byte, 0, len(raw))
-	return p.emit(out, root)
+	return p, root, nil
+}
+
+// checkKeys finds a duplicate key in any object of the tape, with emit's
+// message.
+func (p *tapeParser) checkKeys() error {
+	var keys []string
+	for at := 0; at < p.tape.n; at++ {
+		e := p.tape.at(at)
+		if e.kind != '{' {
+			continue
+		}
+		keys = keys[:0]
+		for i := at + 1; i < int(e.next); i = int(p.tape.at(i + 1).next) {
+			keys = append(keys, p.decodeString(i))
+		}
+		slices.Sort(keys)
+		for j := 1; j < len(keys); j++ {
+			if keys[j-1] == keys[j] {
+				return fmt.Errorf("duplicate object key %s", strconv.Quote(keys[j]))
+			}
+		}
+	}
+	return nil
 }
 
 // errSyntax marks malformed JSON: syntaxMessage then asks encoding/json
@@ -374,6 +420,34 @@ func (p *tapeParser) decodeString(at int) string {
 	var s string
 	_ = json.Unmarshal(lit, &s) // valid, surrogates checked
 	return s
+}
+
+// jsonStringLen is the length of appendJSONString's output for s.
+func jsonStringLen(s string) int {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"', c == '\\', c == '\b', c == '\f', c == '\n', c == '\r', c == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
 }
 
 // appendJSONString appends s as encoding/json does without HTML escaping.
