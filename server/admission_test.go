@@ -96,13 +96,91 @@ func TestAdmissionWaiterCancelled(t *testing.T) {
 	if r, w := a.counts("b"); r != 0 || w != 0 {
 		t.Fatalf("b: %d running, %d waiting", r, w)
 	}
+	// The server's one queue place is free again while the slot is
+	// still held: another tenant's request waits in it, not refused.
+	waited := make(chan error, 1)
+	go func() {
+		rel, err := a.acquire(context.Background(), Tenant{Name: "c", Queue: 1}, backend.Python)
+		if err == nil {
+			rel()
+		}
+		waited <- err
+	}()
+	waitFor(t, func() bool {
+		_, w := a.counts("c")
+		select {
+		case err := <-waited:
+			t.Fatalf("c was not queued: %v", err)
+		default:
+		}
+		return w == 1
+	})
+	if r, w := a.langCounts(backend.Python); r != 1 || w != 1 {
+		t.Fatalf("python: %d running, %d waiting; want 1, 1", r, w)
+	}
 	rel()
-	// The queue is free again.
-	rel2, err := a.acquire(context.Background(), Tenant{Name: "b", Queue: 1}, backend.Python)
+	if err := <-waited; err != nil {
+		t.Fatal(err)
+	}
+	if r, w := a.langCounts(backend.Python); r != 0 || w != 0 {
+		t.Fatalf("python: %d running, %d waiting after every release", r, w)
+	}
+}
+
+// A waiter woken by another tenant's release still needs a slot of its
+// own tenant: alpha at its maxRuns stays queued while the server's slot
+// goes to beta.
+func TestAdmissionWokenWaiterKeepsItsTenantsQuota(t *testing.T) {
+	ctx := context.Background()
+	py := backend.Python
+	alpha := Tenant{Name: "alpha", MaxRuns: 1, Queue: 1}
+	beta := Tenant{Name: "beta", MaxRuns: 2, Queue: 1}
+	a := newAdmission(2, 4, 1000)
+	relA, err := a.acquire(ctx, alpha, py)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rel2()
+	relB, err := a.acquire(ctx, beta, py)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// alpha waits for its own slot (the server's are both held too).
+	alphaDone := make(chan error, 1)
+	go func() {
+		rel, err := a.acquire(ctx, alpha, py)
+		if err == nil {
+			rel()
+		}
+		alphaDone <- err
+	}()
+	waitFor(t, func() bool { _, w := a.counts("alpha"); return w == 1 })
+	// beta's release frees a server slot; alpha still has none of its own.
+	relB()
+	if r, w := a.counts("alpha"); r != 1 || w != 1 {
+		t.Fatalf("alpha: %d running, %d waiting after beta's release; want 1 running (its maxRuns), 1 waiting", r, w)
+	}
+	relB2, err := a.acquire(ctx, beta, py)
+	if err != nil {
+		t.Fatalf("beta could not take the free slot: %v", err)
+	}
+	relB2()
+	relA()
+	if err := <-alphaDone; err != nil {
+		t.Fatal(err)
+	}
+	if r, w := a.counts("alpha"); r != 0 || w != 0 {
+		t.Fatalf("alpha: %d running, %d waiting after every release", r, w)
+	}
+}
+
+// langCounts reports a language's running and waiting runs.
+func (a *admission) langCounts(l backend.Language) (running, waiting int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.langs[l]; s != nil {
+		return s.running, s.waiting
+	}
+	return 0, 0
 }
 
 func waitFor(t *testing.T, cond func() bool) {
