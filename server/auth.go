@@ -370,7 +370,9 @@ func headerHasToken(h http.Header, name, token string) bool {
 // for the tenants known now.
 func (s *Server) initTenants() {
 	mt := s.opts.mt
-	s.admit = newAdmission(mt.maxRuns, mt.queue, max(s.opts.retryAfter, time.Second).Milliseconds())
+	retryAfter := max(s.opts.retryAfter, time.Second).Milliseconds()
+	s.admit = newAdmission(mt.maxRuns, mt.queue, retryAfter)
+	s.intake = newIntake(s.opts.maxRequest, s.opts.maxBody, retryAfter)
 	names := []string{AnonymousTenant}
 	if mt.auth != nil {
 		names = names[:0]

@@ -27,10 +27,19 @@
 // A program's own failure (exception, timeout, abort, oom, exit) is a 200
 // whose "error" field says which kind. The request's failures are
 // {"error": "..."} with 400 (bad JSON, unknown field, unknown language, no
-// code), 413 (body too large), 429 with Retry-After (admission queue full),
-// 503 (runner image missing, Docker daemon unreachable, shutting down) or
-// 500. A client that disconnects cancels its run, which the runtime
-// reports as an abort.
+// code), 413 (body too large), 429 with Retry-After (admission queue full,
+// or the tenant's requests hold all the bytes its quota allows), 503
+// (runner image missing, Docker daemon unreachable, shutting down, or the
+// server's total of request bytes held past the body timeout) or 500. A
+// client that disconnects cancels its run, which the runtime reports as
+// an abort.
+//
+// Memory before admission (intake.go): a body or a session's start frame
+// is read only into bytes reserved for it first — its Content-Length, or
+// the body limit, given back down to its size once read — and held until
+// its run ends, so a tenant's quota bounds what its requests make the
+// server hold, and WithMaxRequestBytes bounds all of them. Reading and
+// decoding cost a few times a request's size, not a multiple of tens.
 //
 // WithAuth puts bearer-token tenants in front of every endpoint but
 // /healthz (401 otherwise, one message whatever failed);

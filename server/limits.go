@@ -117,7 +117,7 @@ func parseLimits(raw json.RawMessage, rt backend.Runtime) (Limits, error) {
 	return l, nil
 }
 
-func sortedKeys(m map[string]json.RawMessage) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -22,6 +22,7 @@ const (
 	MetricHTTPRequests = "dsh_container_http_requests_total"
 	MetricSessions     = "dsh_container_sessions"
 	MetricAuthFailures = "dsh_container_auth_failures_total"
+	MetricRequestBytes = "dsh_container_request_bytes"
 )
 
 // Outcomes of dsh_container_runs_total: ok, a backend.FailureKind, or
@@ -44,7 +45,9 @@ type metrics struct {
 	handler      http.Handler
 }
 
-func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.Runtime) (*metrics, error) {
+// newMetrics registers the server's collectors; requestBytes reports the
+// bytes requests hold (intake.go).
+func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.Runtime, requestBytes func() float64) (*metrics, error) {
 	lang := []string{"language"}
 	m := &metrics{
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -87,7 +90,11 @@ func newMetrics(reg *prometheus.Registry, runtimes map[backend.Language]backend.
 			Help: "Requests refused for a missing or wrong bearer token or client certificate.",
 		}),
 	}
-	cs := []prometheus.Collector{m.runs, m.wall, m.startup, m.cpu, m.calls, m.inFlight, m.requests, m.sessions, m.authFailures}
+	cs := []prometheus.Collector{m.runs, m.wall, m.startup, m.cpu, m.calls, m.inFlight, m.requests, m.sessions, m.authFailures,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: MetricRequestBytes,
+			Help: "Bytes of request bodies and session start frames the server holds: reserved before each is read, held until its run ends.",
+		}, requestBytes)}
 	for l, rt := range runtimes {
 		// Start every series at zero so dashboards see the language.
 		m.calls.WithLabelValues(string(l))

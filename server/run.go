@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,6 +11,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,23 +65,46 @@ func newCallID() string {
 	return "run-" + hex.EncodeToString(b[:])
 }
 
+// runKeys are the keys of a RunRequest, matched as encoding/json matches
+// them (case folded).
+var runKeys = func() []string {
+	var keys []string
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[RunRequest]()) {
+		keys = append(keys, strings.Split(f.Tag.Get("json"), ",")[0])
+	}
+	return keys
+}()
+
 // decodeRun reads a RunRequest strictly: one JSON object, no unknown
-// fields, nothing after it, the body within limit.
-func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, int, error) {
+// fields, nothing after it, the body within limit and by deadline. The
+// body is read into a buffer of its size, reserved in hold beforehand
+// (hold shrinks to it when its length was not given), and decoded in
+// place: its program is copied once, into the string.
+func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request, deadline time.Time, hold *reservation) (RunRequest, int, error) {
 	var req RunRequest
 	// The body must arrive within the body timeout; the run that follows
 	// is bounded by its own budgets. A recorder in tests cannot set
 	// deadlines, which is fine.
 	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Now().Add(s.opts.bodyTimeout))
+	_ = rc.SetReadDeadline(deadline)
 	body := http.MaxBytesReader(w, r.Body, s.opts.maxBody)
-	data, err := io.ReadAll(body)
+	var (
+		data []byte
+		err  error
+	)
+	if r.ContentLength >= 0 {
+		data = make([]byte, r.ContentLength)
+		_, err = io.ReadFull(body, data)
+	} else {
+		data, err = readAtMost(body, s.opts.maxBody)
+		hold.shrink(int64(len(data)))
+	}
 	if err != nil {
 		// The connection is not reused: the rest of the body is unread.
 		w.Header().Set("Connection", "close")
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds %d bytes", mbe.Limit)
+		if errors.As(err, &mbe) || errors.Is(err, errOverLimit) {
+			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds %d bytes", s.opts.maxBody)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return req, http.StatusRequestTimeout, fmt.Errorf("the request body did not arrive within %v", s.opts.bodyTimeout)
@@ -86,16 +112,41 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, 
 		return req, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
 	}
 	_ = rc.SetReadDeadline(time.Time{})
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		if errors.Is(err, io.EOF) {
-			return req, http.StatusBadRequest, errors.New(`empty body; send {"language": "typescript"|"python", "code": "..."}`)
+	if len(bytes.TrimSpace(data)) == 0 {
+		return req, http.StatusBadRequest, errors.New(`empty body; send {"language": "typescript"|"python", "code": "..."}`)
+	}
+	// The keys first, without copying their values: a strict decoder
+	// (json.Decoder) would copy the whole body into its own buffer.
+	var keys map[string]rawRef
+	if err := json.Unmarshal(data, &keys); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && strings.Contains(se.Error(), "after top-level value") {
+			return req, http.StatusBadRequest, errors.New("invalid JSON body: trailing data after the object")
+		}
+		if !errors.As(err, &se) {
+			err = errors.New("the body must be a JSON object")
 		}
 		return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return req, http.StatusBadRequest, errors.New("invalid JSON body: trailing data after the object")
+	for _, k := range sortedKeys(keys) {
+		if !slices.ContainsFunc(runKeys, func(known string) bool { return strings.EqualFold(k, known) }) {
+			return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: unknown field %q", truncateName(k))
+		}
+	}
+	// The fields, the program left in place and then copied once.
+	var fields struct {
+		RunRequest
+		Code rawRef `json:"code"`
+	}
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+	}
+	req = fields.RunRequest
+	if code := fields.Code; len(code) > 0 && string(code) != "null" {
+		var ok bool
+		if req.Code, ok = unquote(code); !ok {
+			return req, http.StatusBadRequest, errors.New("invalid JSON body: code must be a string")
+		}
 	}
 	switch {
 	case req.Language == "":
@@ -108,12 +159,49 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, 
 	return req, 0, nil
 }
 
+// reserveBody reserves the bytes of r's body before it is read: its
+// Content-Length, or the body limit when it has none. A body announced
+// over the limit is refused (413) unread.
+func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, deadline time.Time) (*reservation, bool) {
+	if r.ContentLength > s.opts.maxBody {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.maxBody))
+		return nil, false
+	}
+	n := r.ContentLength
+	if n < 0 {
+		n = s.opts.maxBody
+	}
+	ctx, cancel := context.WithDeadline(r.Context(), deadline)
+	defer cancel()
+	tenant := tenantOf(r.Context())
+	hold, err := s.intake.reserve(ctx, tenant, n)
+	if err != nil {
+		var rf *refusal
+		errors.As(err, &rf)
+		w.Header().Set("Connection", "close") // the body stays unread
+		if rf.retryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.FormatInt((rf.retryAfter+999)/1000, 10))
+		}
+		s.log.Warn("request not read", "tenant", tenant.Name, "status", rf.status, "err", rf.msg)
+		writeError(w, rf.status, rf.msg)
+		return nil, false
+	}
+	return hold, true
+}
+
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	if s.opts.mode == registry.ModeNative {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("%s is not offered in mode %q: this server offers its tools natively only (serve --mode code or both runs programs)", registry.RunCode, registry.ModeNative))
 		return
 	}
-	req, status, err := s.decodeRun(w, r)
+	deadline := time.Now().Add(s.opts.bodyTimeout)
+	hold, ok := s.reserveBody(w, r, deadline)
+	if !ok {
+		return
+	}
+	defer hold.release()
+	req, status, err := s.decodeRun(w, r, deadline, hold)
 	if err != nil {
 		writeError(w, status, err.Error())
 		return
@@ -169,11 +257,8 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	args, err := json.Marshal(map[string]string{"code": req.Code})
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
+	args := registry.RunCodeArguments(req.Code)
+	req.Code = "" // the arguments hold the program now
 
 	inFlight := s.metrics.inFlight.WithLabelValues(string(lang), tenant.Name)
 	inFlight.Inc()

@@ -52,6 +52,7 @@ type options struct {
 	metrics     *prometheus.Registry
 	health      HealthCheck
 	maxBody     int64
+	maxRequest  int64 // 0: DefaultMaxRequestBytes, or maxBody when larger
 	bodyTimeout time.Duration
 	regOpts     []registry.Option
 	retryAfter  time.Duration
@@ -110,6 +111,15 @@ func WithHealthCheck(h HealthCheck) Option { return func(o *options) { o.health 
 // WithMaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
 func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n } }
 
+// WithMaxRequestBytes bounds the bytes of request bodies and session
+// start frames the server holds at once, all tenants together (default
+// DefaultMaxRequestBytes): each is reserved before the request is read
+// and held until its run ends. A request that does not fit waits, within
+// the body timeout, then gets 503. n must be at least the body limit.
+// Each tenant with a maxRuns is bounded too, by (maxRuns + queue + 1) ×
+// the body limit; beyond that its request gets 429 at once.
+func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxRequest = n } }
+
 // WithBodyTimeout bounds reading one request body (default
 // DefaultBodyTimeout).
 func WithBodyTimeout(d time.Duration) Option { return func(o *options) { o.bodyTimeout = d } }
@@ -131,9 +141,11 @@ type Server struct {
 	log     *slog.Logger
 	metrics *metrics
 	mux     *http.ServeMux
-	// admit hands out run slots per tenant and language; sessions tracks
-	// open sessions (session.go).
+	// admit hands out run slots per tenant and language; intake the
+	// bytes requests hold before and while they run (intake.go);
+	// sessions tracks open sessions (session.go).
 	admit    *admission
+	intake   *intake
 	sessions sessionSet
 	// healthCache coalesces GET /healthz's checks (health.go).
 	healthCache healthCache
@@ -160,6 +172,12 @@ func New(opts ...Option) (*Server, error) {
 	}
 	if o.bodyTimeout <= 0 {
 		return nil, fmt.Errorf("%w: body timeout %v must be positive", errdefs.ErrInvalidArgument, o.bodyTimeout)
+	}
+	switch {
+	case o.maxRequest == 0:
+		o.maxRequest = max(DefaultMaxRequestBytes, o.maxBody)
+	case o.maxRequest < o.maxBody:
+		return nil, fmt.Errorf("%w: max request bytes %d must be at least the body limit, %d", errdefs.ErrInvalidArgument, o.maxRequest, o.maxBody)
 	}
 	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	for _, rt := range o.runtimes {
@@ -195,7 +213,7 @@ func New(opts ...Option) (*Server, error) {
 			return nil, err
 		}
 	}
-	m, err := newMetrics(o.metrics, s.runtimes)
+	m, err := newMetrics(o.metrics, s.runtimes, func() float64 { held, _ := s.intake.held(""); return float64(held) })
 	if err != nil {
 		return nil, err
 	}

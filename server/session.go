@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -149,13 +148,28 @@ func (ss *session) serve(authFail *refusal) {
 		ss.refuse(authFail)
 		return
 	}
-	start, rf := ss.readStart()
+	// The start frame is read into bytes reserved for it, within the
+	// body timeout whether it waits for them or for the frame; the
+	// reservation lasts as long as the session.
+	deadline := time.Now().Add(ss.s.opts.bodyTimeout)
+	wctx, cancel := context.WithDeadline(ss.ctx, deadline)
+	hold, err := ss.s.intake.reserve(wctx, ss.tenant, ss.maxFrame)
+	cancel()
+	if err != nil {
+		if r := (*refusal)(nil); errors.As(err, &r) && ss.ctx.Err() == nil {
+			ss.refuse(r)
+		}
+		return
+	}
+	defer hold.release()
+	start, size, rf := ss.readStart(deadline)
+	hold.shrink(size)
 	if rf != nil {
 		ss.refuse(rf)
 		return
 	}
 	if start == nil {
-		return // the client left
+		return // the client left, or broke the protocol (violate answered)
 	}
 	run, rf := ss.prepare(start)
 	if rf != nil {
@@ -202,32 +216,36 @@ type sessionRun struct {
 	egress []json.RawMessage // the run's egress events
 }
 
-// readStart reads and decodes the first frame. It returns nil, nil when
-// the client left.
-func (ss *session) readStart() (*StartFrame, *refusal) {
-	ss.conn.SetReadDeadline(time.Now().Add(ss.s.opts.bodyTimeout))
-	data, err := ss.readFrame()
+// readStart reads the first frame by deadline and decodes it, and
+// reports the frame's size. A frame that breaks the protocol ends the
+// session as a violation (1008, 1009 for one too large) and readStart
+// returns nil, nil, as it does when the client left.
+func (ss *session) readStart(deadline time.Time) (*StartFrame, int64, *refusal) {
+	ss.conn.SetReadDeadline(deadline)
+	data, err := ss.readFrame(false)
 	if err != nil {
 		var se *SessionError
 		switch {
 		case errors.As(err, &se):
-			return nil, violationRefusal(se)
+			ss.violate(se)
 		case isTimeout(err):
-			return nil, &refusal{status: http.StatusRequestTimeout, msg: fmt.Sprintf("no start frame within %v of the upgrade", ss.s.opts.bodyTimeout)}
+			return nil, 0, &refusal{status: http.StatusRequestTimeout, msg: fmt.Sprintf("no start frame within %v of the upgrade", ss.s.opts.bodyTimeout)}
 		}
-		return nil, nil
+		return nil, 0, nil
 	}
 	msg, err := DecodeSessionFrame(ClientToDaemon, data, 0)
 	if err != nil {
 		var se *SessionError
 		errors.As(err, &se)
-		return nil, violationRefusal(se)
+		ss.violate(se)
+		return nil, int64(len(data)), nil
 	}
 	start, ok := msg.(*StartFrame)
 	if !ok {
-		return nil, &refusal{status: http.StatusBadRequest, msg: fmt.Sprintf("%s: the first frame must be start, not %s", CodeUnexpected, msg.(interface{ frameType() string }).frameType())}
+		ss.violate(&SessionError{Code: CodeUnexpected, Message: fmt.Sprintf("the first frame must be start, not %s", msg.(interface{ frameType() string }).frameType())})
+		return nil, int64(len(data)), nil
 	}
-	return start, nil
+	return start, int64(len(data)), nil
 }
 
 // isTimeout reports a read deadline that passed (gorilla/websocket hides
@@ -337,9 +355,7 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 			return bad("tools[%d] %q: %v", i, name, err)
 		}
 	}
-	if run.args, err = json.Marshal(map[string]string{"code": start.Code}); err != nil {
-		return bad("%v", err)
-	}
+	run.args = registry.RunCodeArguments(start.Code)
 	return run, nil
 }
 
@@ -456,7 +472,7 @@ func (ss *session) deliver(m *ResultFrame) error {
 func (ss *session) readLoop() {
 	defer close(ss.readerDone)
 	for {
-		data, err := ss.readFrame()
+		data, err := ss.readFrame(true)
 		if err != nil {
 			var se *SessionError
 			if errors.As(err, &se) {
@@ -511,9 +527,16 @@ func (ss *session) extendRead() {
 	}
 }
 
-// readFrame reads one text frame of at most maxFrame bytes without
+// maxEarlyFrame bounds a frame that arrives after start and before the
+// run was accepted: the only one allowed then is abort, whose reason is
+// at most MaxMessageBytes (six bytes of JSON text each, escaped). A
+// waiting session holds no more than this beyond its start frame.
+const maxEarlyFrame = 8 * MaxMessageBytes
+
+// readFrame reads one text frame of at most maxFrame bytes — of at most
+// maxEarlyFrame after start until the run was accepted — without
 // buffering more than that; a larger or binary frame is a *SessionError.
-func (ss *session) readFrame() ([]byte, error) {
+func (ss *session) readFrame(afterStart bool) ([]byte, error) {
 	typ, r, err := ss.conn.NextReader()
 	if err != nil {
 		return nil, err
@@ -521,14 +544,24 @@ func (ss *session) readFrame() ([]byte, error) {
 	if typ != websocket.TextMessage {
 		return nil, sessionErr(CodeBinary, "binary frames are not part of the protocol: send JSON text frames")
 	}
-	data, err := io.ReadAll(io.LimitReader(r, ss.maxFrame+1))
-	if err != nil {
-		return nil, err
+	limit := ss.maxFrame
+	if afterStart {
+		// A client sends a result only after a call, which follows
+		// accepted: the frame began after accepted was set.
+		ss.cmu.Lock()
+		if !ss.accepted {
+			limit = min(limit, maxEarlyFrame)
+		}
+		ss.cmu.Unlock()
 	}
-	if int64(len(data)) > ss.maxFrame {
-		return nil, sessionErr(CodeTooLarge, "a frame exceeds the %d-byte limit", ss.maxFrame)
+	data, err := readAtMost(r, limit)
+	if errors.Is(err, errOverLimit) {
+		if limit < ss.maxFrame {
+			return nil, sessionErr(CodeTooLarge, "a frame before accepted exceeds %d bytes: only abort may be sent then", limit)
+		}
+		return nil, sessionErr(CodeTooLarge, "a frame exceeds the %d-byte limit", limit)
 	}
-	return data, nil
+	return data, err
 }
 
 // violate ends the session for a protocol violation: a refused frame

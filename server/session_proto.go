@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -215,6 +216,11 @@ func senderOf(typ string) SessionDirection {
 // no bound). Every failure is a *SessionError. A start frame's tool
 // schemas and limits are checked by the session, which knows the server's
 // tools and maxima.
+//
+// Decoding costs about the frame's size once more, whatever its shape:
+// the frame is checked in place, a long string is copied once, and a
+// result's value is not copied at all — it shares frame's memory, so
+// frame must not be modified afterwards.
 func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, error) {
 	if maxFrame > 0 && len(frame) > maxFrame {
 		return nil, sessionErr(CodeTooLarge, "a frame of %d bytes exceeds the %d-byte limit", len(frame), maxFrame)
@@ -224,14 +230,13 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 	}
 	// One lossless JSON value: no duplicate keys, no lone surrogates,
 	// nothing after it.
-	if _, err := registry.NormalizeArguments(frame); err != nil || len(bytes.TrimSpace(frame)) == 0 {
-		msg := "empty frame"
-		if err != nil {
-			msg = strings.TrimPrefix(err.Error(), "arguments are not lossless JSON: ")
-		}
-		return nil, sessionErr(CodeNotJSON, "the frame is not one lossless JSON object: %s", msg)
+	if len(bytes.TrimSpace(frame)) == 0 {
+		return nil, sessionErr(CodeNotJSON, "the frame is not one lossless JSON object: empty frame")
 	}
-	var keys map[string]json.RawMessage
+	if err := registry.CheckLossless(frame); err != nil {
+		return nil, sessionErr(CodeNotJSON, "the frame is not one lossless JSON object: %v", err)
+	}
+	var keys map[string]rawRef
 	if err := json.Unmarshal(frame, &keys); err != nil || keys == nil {
 		return nil, sessionErr(CodeNotJSON, "the frame is not a JSON object")
 	}
@@ -264,7 +269,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		f.str("id", &m.ID, false)
 		f.str("runtime", &m.Runtime, false)
 		if raw, ok := keys["tools"]; ok {
-			var tools []map[string]json.RawMessage
+			var tools []map[string]rawRef
 			if err := json.Unmarshal(raw, &tools); err != nil {
 				f.fail("tools must be an array of {name, description, inputSchema, outputSchema?}")
 			}
@@ -313,7 +318,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		f.bool("ok", &m.OK, true)
 		_, hasValue := keys["value"]
 		_, hasMessage := keys["message"]
-		f.raw("value", &m.Value, false)
+		f.shared("value", &m.Value, false)
 		f.str("message", &m.Message, false)
 		switch {
 		case f.err != nil:
@@ -376,7 +381,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		out = m
 	case FrameEvent:
 		m := &EventFrame{Type: typ}
-		var ev map[string]json.RawMessage
+		var ev map[string]rawRef
 		if raw, ok := keys["event"]; !ok || json.Unmarshal(raw, &ev) != nil || ev == nil {
 			f.fail("event must be an object")
 		} else {
@@ -399,7 +404,7 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 		out = m
 	case FrameDone:
 		m := &DoneFrame{Type: typ}
-		var rep map[string]json.RawMessage
+		var rep map[string]rawRef
 		if raw, ok := keys["report"]; !ok || json.Unmarshal(raw, &rep) != nil || rep == nil {
 			f.fail("report must be an object")
 		} else {
@@ -430,10 +435,21 @@ func DecodeSessionFrame(dir SessionDirection, frame []byte, maxFrame int) (any, 
 	return out, nil
 }
 
+// rawRef is the text of one JSON value inside the frame being decoded.
+// Decoding one (json.Unmarshal of the whole frame) does not copy it, as
+// decoding a json.RawMessage does: it is a slice of the frame, valid as
+// long as the frame is not modified.
+type rawRef []byte
+
+func (r *rawRef) UnmarshalJSON(b []byte) error {
+	*r = b
+	return nil
+}
+
 // fieldReader decodes one frame's fields, keeping the first error.
 type fieldReader struct {
 	typ  string
-	keys map[string]json.RawMessage
+	keys map[string]rawRef
 	err  error
 }
 
@@ -443,7 +459,7 @@ func (f *fieldReader) fail(format string, args ...any) {
 	}
 }
 
-func (f *fieldReader) get(name string, required bool) (json.RawMessage, bool) {
+func (f *fieldReader) get(name string, required bool) (rawRef, bool) {
 	if f.err != nil {
 		return nil, false
 	}
@@ -456,9 +472,12 @@ func (f *fieldReader) get(name string, required bool) (json.RawMessage, bool) {
 
 func (f *fieldReader) str(name string, dst *string, required bool) {
 	if raw, ok := f.get(name, required); ok {
-		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, dst) != nil {
+		s, ok := unquote(raw)
+		if !ok {
 			f.fail("%q must be a string", name)
+			return
 		}
+		*dst = s
 	}
 }
 
@@ -481,8 +500,108 @@ func (f *fieldReader) int(name string, dst *int, required bool) {
 	}
 }
 
+// raw copies a field's JSON text: the frame it came from is not kept
+// alive by a small part of it (a tool's schema, for the whole run).
 func (f *fieldReader) raw(name string, dst *json.RawMessage, required bool) {
 	if raw, ok := f.get(name, required); ok {
-		*dst = raw
+		*dst = bytes.Clone(raw)
 	}
+}
+
+// shared is raw without the copy, for a field that is most of its frame.
+func (f *fieldReader) shared(name string, dst *json.RawMessage, required bool) {
+	if raw, ok := f.get(name, required); ok {
+		*dst = json.RawMessage(raw)
+	}
+}
+
+// unquote decodes a JSON string literal of a frame that decoded as JSON,
+// as json.Unmarshal does, in one allocation of at most the literal's
+// length (json.Unmarshal makes two of a literal with escapes: the
+// unescaped bytes, then the string). It reports false for anything but a
+// string.
+func unquote(lit []byte) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
+	}
+	body := lit[1 : len(lit)-1]
+	if !utf8.Valid(body) { // not from a frame: let encoding/json repair it
+		var s string
+		return s, json.Unmarshal(lit, &s) == nil
+	}
+	i := bytes.IndexByte(body, '\\')
+	if i < 0 {
+		return string(body), true
+	}
+	var b strings.Builder
+	b.Grow(len(body))
+	for i >= 0 {
+		b.Write(body[:i])
+		if len(body) < i+2 {
+			return "", false
+		}
+		c := body[i+1]
+		body = body[i+2:]
+		switch c {
+		case '"', '\\', '/':
+			b.WriteByte(c)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, ok := hex4(body)
+			if !ok {
+				return "", false
+			}
+			body = body[4:]
+			if utf16.IsSurrogate(r) {
+				// A pair is one rune; anything else is U+FFFD, as
+				// encoding/json decodes it.
+				r2, ok := rune(-1), len(body) >= 6 && body[0] == '\\' && body[1] == 'u'
+				if ok {
+					r2, ok = hex4(body[2:])
+				}
+				if dec := utf16.DecodeRune(r, r2); ok && dec != utf8.RuneError {
+					r = dec
+					body = body[6:]
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			b.WriteRune(r)
+		default:
+			return "", false
+		}
+		i = bytes.IndexByte(body, '\\')
+	}
+	b.Write(body)
+	return b.String(), true
+}
+
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
 }

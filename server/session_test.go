@@ -421,27 +421,30 @@ func TestSessionBadInput(t *testing.T) {
 		wantIn    string
 		wantClose int
 	}{
-		{name: "malformed start", before: `{"type":"start",`, wantType: "refused", wantIn: "not-json"},
-		{name: "unknown type first", before: `{"type":"hello"}`, wantType: "refused", wantIn: "unknown-type"},
-		{name: "result first", before: `{"type":"result","id":"x","ok":true,"value":1}`, wantType: "refused", wantIn: "the first frame must be start"},
-		{name: "oversized start", before: huge, wantType: "refused", wantIn: "too-large"},
-		{name: "schema not JSON Schema", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"strin"}}}`)}}, wantType: "refused", wantIn: `tools[0] "bad": inputSchema is not JSON Schema: properties.q.type: "strin" is not a JSON Schema type`},
-		{name: "output schema not JSON Schema", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`{}`), OutputSchema: json.RawMessage(`{"required":"rows"}`)}}, wantType: "refused", wantIn: `outputSchema is not JSON Schema: required: must be an array`},
-		{name: "input schema a boolean", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`true`)}}, wantType: "refused", wantIn: "must be a JSON Schema object"},
-		{name: "name clash", tools: []server.SessionTool{{Name: "echo", InputSchema: json.RawMessage(`{}`)}}, wantType: "refused", wantIn: `tool "echo" is defined by the server`},
-		{name: "name twice", tools: []server.SessionTool{greetTool, greetTool}, wantType: "refused", wantIn: `tools[1]: tool "greet" is defined twice`},
-		{name: "run_code", tools: []server.SessionTool{{Name: "run_code", InputSchema: json.RawMessage(`{}`)}}, wantType: "refused", wantIn: "reserved"},
+		// A start the protocol refuses closes with 1008 (1009 when too
+		// large); one the server refuses (a bad schema, a clash) with
+		// 1000, as docs/session-protocol.md says.
+		{name: "malformed start", before: `{"type":"start",`, wantType: "refused", wantIn: "not-json", wantClose: websocket.ClosePolicyViolation},
+		{name: "unknown type first", before: `{"type":"hello"}`, wantType: "refused", wantIn: "unknown-type", wantClose: websocket.ClosePolicyViolation},
+		{name: "result first", before: `{"type":"result","id":"x","ok":true,"value":1}`, wantType: "refused", wantIn: "the first frame must be start", wantClose: websocket.ClosePolicyViolation},
+		{name: "oversized start", before: huge, wantType: "refused", wantIn: "too-large", wantClose: websocket.CloseMessageTooBig},
+		{name: "schema not JSON Schema", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"strin"}}}`)}}, wantType: "refused", wantIn: `tools[0] "bad": inputSchema is not JSON Schema: properties.q.type: "strin" is not a JSON Schema type`, wantClose: websocket.CloseNormalClosure},
+		{name: "output schema not JSON Schema", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`{}`), OutputSchema: json.RawMessage(`{"required":"rows"}`)}}, wantType: "refused", wantIn: `outputSchema is not JSON Schema: required: must be an array`, wantClose: websocket.CloseNormalClosure},
+		{name: "input schema a boolean", tools: []server.SessionTool{{Name: "bad", InputSchema: json.RawMessage(`true`)}}, wantType: "refused", wantIn: "must be a JSON Schema object", wantClose: websocket.CloseNormalClosure},
+		{name: "name clash", tools: []server.SessionTool{{Name: "echo", InputSchema: json.RawMessage(`{}`)}}, wantType: "refused", wantIn: `tool "echo" is defined by the server`, wantClose: websocket.CloseNormalClosure},
+		{name: "name twice", tools: []server.SessionTool{greetTool, greetTool}, wantType: "refused", wantIn: `tools[1]: tool "greet" is defined twice`, wantClose: websocket.CloseNormalClosure},
+		{name: "run_code", tools: []server.SessionTool{{Name: "run_code", InputSchema: json.RawMessage(`{}`)}}, wantType: "refused", wantIn: "reserved", wantClose: websocket.CloseNormalClosure},
 		{name: "malformed frame", after: func(p *peer, _ string) { p.send(`{"type":"result"`) }, wantType: "error", wantCode: server.CodeNotJSON, wantClose: websocket.ClosePolicyViolation},
-		{name: "unknown frame type", after: func(p *peer, _ string) { p.send(`{"type":"approve","id":"x"}`) }, wantType: "error", wantCode: server.CodeUnknownType},
+		{name: "unknown frame type", after: func(p *peer, _ string) { p.send(`{"type":"approve","id":"x"}`) }, wantType: "error", wantCode: server.CodeUnknownType, wantClose: websocket.ClosePolicyViolation},
 		{name: "result for an unknown call", after: func(p *peer, _ string) {
 			p.send(server.ResultFrame{Type: "result", ID: "s:code:99", OK: true, Value: json.RawMessage(`1`)})
-		}, wantType: "error", wantCode: server.CodeUnknownCall, wantIn: `no call "s:code:99"`},
+		}, wantType: "error", wantCode: server.CodeUnknownCall, wantIn: `no call "s:code:99"`, wantClose: websocket.ClosePolicyViolation},
 		{name: "duplicate result", after: func(p *peer, id string) {
 			p.send(server.ResultFrame{Type: "result", ID: id, OK: true, Value: json.RawMessage(`1`)})
 			p.expect(server.FrameEvent)
 			p.expect(server.FrameLog)
 			p.send(server.ResultFrame{Type: "result", ID: id, OK: true, Value: json.RawMessage(`2`)})
-		}, wantType: "error", wantCode: server.CodeDuplicateResult, wantIn: `"s:code:1" was already answered`},
+		}, wantType: "error", wantCode: server.CodeDuplicateResult, wantIn: `"s:code:1" was already answered`, wantClose: websocket.ClosePolicyViolation},
 		{name: "oversized frame", after: func(p *peer, id string) {
 			// The daemon refuses the frame from its header and closes
 			// while the rest is still on the wire, so the write may fail
@@ -449,8 +452,8 @@ func TestSessionBadInput(t *testing.T) {
 			frame := []byte(`{"type":"result","id":"` + id + `","ok":true,"value":"` + strings.Repeat("x", 3<<20) + `"}`)
 			go p.conn.WriteMessage(websocket.TextMessage, frame)
 		}, wantType: "error", wantCode: server.CodeTooLarge, wantClose: websocket.CloseMessageTooBig},
-		{name: "binary frame", after: func(p *peer, _ string) { p.conn.WriteMessage(websocket.BinaryMessage, []byte(`{}`)) }, wantType: "error", wantCode: server.CodeBinary},
-		{name: "second start", after: func(p *peer, _ string) { p.send(start("python", "return 1")) }, wantType: "error", wantCode: server.CodeUnexpected},
+		{name: "binary frame", after: func(p *peer, _ string) { p.conn.WriteMessage(websocket.BinaryMessage, []byte(`{}`)) }, wantType: "error", wantCode: server.CodeBinary, wantClose: websocket.ClosePolicyViolation},
+		{name: "second start", after: func(p *peer, _ string) { p.send(start("python", "return 1")) }, wantType: "error", wantCode: server.CodeUnexpected, wantClose: websocket.ClosePolicyViolation},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -491,8 +494,7 @@ func TestSessionBadInput(t *testing.T) {
 			if !strings.Contains(text, c.wantIn) {
 				t.Fatalf("%q does not say %q", text, c.wantIn)
 			}
-			code := p.closed()
-			if c.wantClose != 0 && code != c.wantClose {
+			if code := p.closed(); code != c.wantClose {
 				t.Fatalf("close code %d, want %d", code, c.wantClose)
 			}
 			waitNoSessions(t, sf.srv)

@@ -39,6 +39,9 @@ type serveOptions struct {
 	Queue     int
 	Languages []string
 	Shutdown  time.Duration
+	// RequestMemory is --max-request-memory: the bytes of request bodies
+	// and start frames held at once.
+	RequestMemory string
 	// AllowRuntimes are the OCI runtimes a request may name.
 	AllowRuntimes []string
 	// auth, TLS and mTLS (serve_service.go)
@@ -117,6 +120,7 @@ once.`,
 	fl.IntVar(&opts.Queue, "queue", 64, "programs waiting for a slot per language before requests get 429")
 	fl.StringSliceVar(&opts.Languages, "languages", []string{string(backend.TypeScript), string(backend.Python)}, "languages to serve")
 	fl.DurationVar(&opts.Shutdown, "shutdown-timeout", 45*time.Second, "how long shutdown waits for runs in flight before aborting them")
+	fl.StringVar(&opts.RequestMemory, "max-request-memory", units.BytesSize(server.DefaultMaxRequestBytes), "request bodies and session start frames held at once, all tenants together (each from before it is read to its run's end); past it a request waits up to 10 s, then gets 503")
 	fl.DurationVar(&opts.run.Wall, "wall-timeout", d.WallTime, "wall-clock budget of each program")
 	fl.DurationVar(&opts.run.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of each program (metered from the container's cgroup)")
 	fl.StringVar(&opts.run.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit of each program (e.g. 256MiB, 1g); swap is disabled")
@@ -169,6 +173,10 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	}
 	if opts.Shutdown <= 0 {
 		return usagef("--shutdown-timeout must be positive")
+	}
+	requestMemory, err := units.RAMInBytes(opts.RequestMemory)
+	if err != nil || requestMemory < server.DefaultMaxBodyBytes {
+		return usagef("--max-request-memory %q: give a size of at least %s (the request body limit), e.g. 64MiB", opts.RequestMemory, units.BytesSize(server.DefaultMaxBodyBytes))
 	}
 	allow, err := parseAllowRuntimes(opts.AllowRuntimes)
 	if err != nil {
@@ -246,7 +254,7 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 	metricsReg.MustRegister(observer)
 	srvOpts := append([]server.Option{server.WithToolSource(tools), server.WithMode(mode), server.WithLogger(log),
 		server.WithRegistryOptions(append([]registry.Option{registry.WithSDK(view)}, opts.run.trace.registryOptions()...)...),
-		server.WithMetrics(metricsReg)}, svc.opts...)
+		server.WithMetrics(metricsReg), server.WithMaxRequestBytes(requestMemory)}, svc.opts...)
 	eg, err := egressOptions(pol, nil)
 	if err != nil {
 		return err
