@@ -205,10 +205,15 @@ func normalizeAnnotations(raw json.RawMessage) (json.RawMessage, error) {
 	return compact(raw)
 }
 
+// compact returns raw compacted: raw itself when it already is (JSON a
+// tool source hands over is kept once, not once more per registry).
 func compact(raw json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "%w", err)
+	}
+	if bytes.Equal(buf.Bytes(), raw) {
+		return raw, nil
 	}
 	return buf.Bytes(), nil
 }
@@ -230,6 +235,9 @@ func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
+	}
+	if bytes.Equal(buf.Bytes(), raw) {
+		return raw, nil // already compact: kept once, not once more per registry
 	}
 	return buf.Bytes(), nil
 }
