@@ -67,26 +67,68 @@
 // status and the end of its stderr) and the next call connects again;
 // attempts are at least a second apart, and after a failed one calls fail
 // at once with its error until the next attempt is due (backing off to 30
-// s). When a server says its tools changed, they are listed again (at
-// most once a second) and Subscribe's callbacks run; a new list that would
-// collide with another tool is refused and logged, the previous one stays.
+// s). When a server says its tools changed, they are listed again and
+// Subscribe's callbacks run; a new list that would collide with another
+// tool is refused and logged, the previous one stays. A relisting waits at
+// least a second after the last, until the callbacks of the last change
+// have returned, and then three times as long as that work (the listing
+// and the callbacks) took: a server whose list changes all the time costs
+// at most about a quarter of a core. A tool listed again byte for byte is
+// the same tool (its JSON is compared by size and hash, not imported
+// again), and a changed tool keeps the description or schemas that did
+// not change, so a list is held once however often it is listed; after a
+// large change the garbage collector runs once the callbacks are done.
 //
-// A stdio server runs with the host's environment plus "env", as the
-// leader of its own process group with the parent-death signal; stopping
-// it closes its input, then sends SIGTERM and SIGKILL to the group, two
-// seconds apart, and when the leader exits for any reason the rest of its
-// group is killed. Its stderr goes to the log line by line, at most 64 KiB
-// at once and 16 KiB a second after that (the dropped bytes are counted
-// in the next record); the last 4 KiB are kept for error messages.
+// A stdio server runs with the host's environment plus "env" under an
+// init of ours (this executable re-executed): process 1 of a new PID
+// namespace (with a user namespace when the host is not root) with the
+// parent-death signal, which starts the server in a process group of its
+// own, forwards SIGTERM, SIGINT and SIGHUP to that group, reaps orphans
+// and reports how the server ended. When the server exits, the init exits
+// and the kernel kills everything left in the namespace, whatever group
+// or session it moved to; when this process dies, even by SIGKILL, the
+// init gets SIGKILL and the same follows. Where the kernel refuses the
+// namespaces (user namespaces switched off), the init is a child
+// subreaper instead, logged as a warning: orphans below it are still its
+// children, and it kills them all when the server exits or its control
+// socket closes (this process died) — unless it is killed itself.
+// Stopping a server closes its input, then sends SIGTERM, then kills the
+// tree, two seconds apart. The server sees its own PID namespace: its pid
+// is 2; /proc is still the host's. Its stderr goes to the log line by
+// line, at most 64 KiB at once and 16 KiB a second after that (the
+// dropped bytes are counted in the next record); the last 4 KiB are kept
+// for error messages, which wait up to a second for the reader to reach
+// the end of the stderr of a server that exited.
 //
 // Servers are operator-configured, but what they send is bounded like a
-// hostile peer's: a message is at most 16 MiB (a stdio line, an HTTP
-// event or JSON body), a tool list at most 1000 tools, 100 pages and 16
-// MiB, a tool name at most 256 bytes without control characters, an
-// error message at most 16 KiB. The client advertises no capabilities, so
-// a server cannot ask for roots, sampling or elicitation. HTTP requests
-// carry the manifest's headers and follow redirects only on the same
-// scheme and host.
+// hostile peer's, and measured on its bytes before anything is decoded:
+//
+//   - a tools/list reply at most 16 MiB (MaxServerMessageBytes), a whole
+//     list at most 1000 tools, 100 pages and 16 MiB; the host keeps one
+//     copy of it: each tool's description and schemas, never the reply;
+//   - each schema (input, output, annotations) at most 128 levels deep,
+//     100,000 JSON values, 10,000 enum values and 1,000 members of an
+//     anyOf, oneOf, allOf or type array (MaxSchema*): a tool past one
+//     fails the listing naming the server, the tool and the bound;
+//   - every other message (a call's result, a notification) at most 4 MiB
+//     (MaxServerResultBytes), 128 levels deep and 100,000 JSON values: a
+//     result past one rejects its call naming the bound and the connection
+//     stays, anything else past one is dropped and logged. Over stdio a
+//     message is read in one pass, holding at most its bound; a stdio
+//     message over 16 MiB, or one that cannot be framed, closes the
+//     connection (the call in flight says why) and the next call starts
+//     the server again. Over HTTP a JSON body or event over 4 MiB fails
+//     the connection the same way; depth and value counts are not checked
+//     there before decoding;
+//   - a tool name at most 256 bytes without control characters, an error
+//     message at most 16 KiB.
+//
+// The client advertises no capabilities, so a server cannot ask for
+// roots, sampling or elicitation. HTTP requests carry the manifest's
+// headers and follow redirects only on the same scheme and host. Tool
+// lists are read with requests of our own beside the go-sdk session (so
+// that they are never decoded into Go maps), which the go-sdk's HTTP
+// parameter headers (x-mcp-header) do not see.
 //
 // # Command tools
 //

@@ -32,6 +32,11 @@ const (
 // may hold it open.
 const stderrDrainWait = 2 * time.Second
 
+// stderrTailWait bounds how long an error message about a server that
+// exited waits for the reader to reach the end of its stderr, so that the
+// tail it quotes holds the server's last words.
+const stderrTailWait = time.Second
+
 // stderrLog turns an MCP server's stderr into log records, one per line,
 // under a byte budget, and keeps its last StderrTailBytes for error
 // messages.
@@ -83,6 +88,20 @@ func (s *stderrLog) wait() {
 	case <-time.After(stderrDrainWait):
 		s.r.SetReadDeadline(time.Now())
 		<-s.done
+	}
+}
+
+// drain waits up to d for the reader to reach the end of the stream,
+// leaving the pipe open.
+func (s *stderrLog) drain(d time.Duration) {
+	if s == nil || s.r == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
 	}
 }
 

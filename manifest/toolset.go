@@ -2,16 +2,15 @@ package manifest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-container/dsh-container/registry"
 )
@@ -36,8 +35,8 @@ type Toolset struct {
 	servers  []*upstream // sorted by name
 
 	mu     sync.Mutex
-	lists  map[*upstream][]*mcp.Tool // each server's accepted tool list
-	tools  []registry.Tool           // assembled from lists
+	lists  map[*upstream][]*upstreamTool // each server's accepted tool list
+	tools  []registry.Tool               // assembled from lists
 	subs   map[int]func()
 	nextID int
 	closed bool
@@ -45,6 +44,9 @@ type Toolset struct {
 	changed chan struct{} // capacity 1: the tool list changed
 	stop    chan struct{} // closed by Close: ends the notifier
 	wg      sync.WaitGroup
+	// pace charges relistings and the rebuilds they cause, so that
+	// changing lists cost a bounded share of a core.
+	pace *pacer
 }
 
 // Open starts the manifest's MCP servers, all at once, and lists their
@@ -64,8 +66,8 @@ func Open(ctx context.Context, m *Manifest, opts *OpenOptions) (_ *Toolset, retE
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Toolset{log: o.Logger, lists: map[*upstream][]*mcp.Tool{}, subs: map[int]func(){},
-		changed: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &Toolset{log: o.Logger, lists: map[*upstream][]*upstreamTool{}, subs: map[int]func(){},
+		changed: make(chan struct{}, 1), stop: make(chan struct{}), pace: &pacer{}}
 	for _, t := range m.Tools {
 		s.commands = append(s.commands, t.RegistryTool())
 	}
@@ -79,8 +81,14 @@ func Open(ctx context.Context, m *Manifest, opts *OpenOptions) (_ *Toolset, retE
 	}()
 	for _, u := range s.servers {
 		u.onList = s.update
+		u.accepted = func() []*upstreamTool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.lists[u]
+		}
+		u.pace = s.pace
 	}
-	lists := make([][]*mcp.Tool, len(s.servers))
+	lists := make([][]*upstreamTool, len(s.servers))
 	errs := make([]error, len(s.servers))
 	var wg sync.WaitGroup
 	for i, u := range s.servers {
@@ -107,7 +115,9 @@ func Open(ctx context.Context, m *Manifest, opts *OpenOptions) (_ *Toolset, retE
 }
 
 // notifier calls the subscribers after each change, coalescing changes
-// that arrive while they run.
+// that arrive while they run; the pacer holds back the next relisting
+// until they are done, and then as long again as they took times
+// relistCostFactor.
 func (s *Toolset) notifier() {
 	defer s.wg.Done()
 	for {
@@ -119,9 +129,11 @@ func (s *Toolset) notifier() {
 		s.mu.Lock()
 		subs := slices.Collect(maps.Values(s.subs))
 		s.mu.Unlock()
+		start := time.Now()
 		for _, fn := range subs {
 			fn()
 		}
+		s.pace.release(time.Since(start))
 	}
 }
 
@@ -179,10 +191,11 @@ func (s *Toolset) stopServers() {
 
 // update is a server's new tool list: accepted unless it collides with
 // another tool, in which case the previous list stays and the collision
-// is logged naming both tools.
-func (s *Toolset) update(u *upstream, tools []*mcp.Tool) {
+// is logged naming both tools. Tools that did not change are the same
+// values as before, so telling a change costs a comparison of pointers.
+func (s *Toolset) update(u *upstream, tools []*upstreamTool) {
 	s.mu.Lock()
-	if s.closed || toolsEqual(s.lists[u], tools) {
+	if s.closed || slices.Equal(s.lists[u], tools) {
 		s.mu.Unlock()
 		return
 	}
@@ -194,19 +207,29 @@ func (s *Toolset) update(u *upstream, tools []*mcp.Tool) {
 		s.log.Error("MCP server's new tool list refused; its previous tools stay", "mcp_server", u.name, "err", err)
 		return
 	}
+	prev := s.lists[u]
 	s.lists, s.tools = next, assembled
-	s.mu.Unlock()
-	s.log.Info("MCP server's tools changed", "mcp_server", u.name, "tools", len(tools))
+	// The bytes of the tools that are new in this list.
+	kept := make(map[*upstreamTool]bool, len(prev))
+	for _, t := range prev {
+		kept[t] = true
+	}
+	changed := 0
+	for _, t := range tools {
+		if !kept[t] {
+			changed += t.size
+		}
+	}
+	// The rebuild is asked for under the lock, so that a relisting that
+	// waits on the pacer after this cannot miss it.
 	select {
 	case s.changed <- struct{}{}:
+		s.pace.hold(changed)
 	default:
+		s.pace.addChanged(changed) // a rebuild is asked for already
 	}
-}
-
-func toolsEqual(a, b []*mcp.Tool) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	s.mu.Unlock()
+	s.log.Info("MCP server's tools changed", "mcp_server", u.name, "tools", len(tools))
 }
 
 // toolSource says where a tool name came from, for collision errors.
@@ -222,8 +245,8 @@ func (t toolSource) String() string {
 }
 
 // assemble builds the tool list from lists, failing when two tools map
-// to one name or a server's tool is not a valid registry tool.
-func (s *Toolset) assemble(lists map[*upstream][]*mcp.Tool) ([]registry.Tool, error) {
+// to one name.
+func (s *Toolset) assemble(lists map[*upstream][]*upstreamTool) ([]registry.Tool, error) {
 	seen := map[string]toolSource{}
 	tools := slices.Clone(s.commands)
 	for _, t := range s.commands {
@@ -231,11 +254,8 @@ func (s *Toolset) assemble(lists map[*upstream][]*mcp.Tool) ([]registry.Tool, er
 	}
 	for _, u := range s.servers {
 		for _, mt := range lists[u] {
-			rt, err := u.registryTool(mt)
-			if err != nil {
-				return nil, fmt.Errorf("%w: MCP server %q: tool %q: %w", errdefs.ErrInvalidArgument, u.name, mt.Name, err)
-			}
-			src := toolSource{server: u.name, tool: mt.Name}
+			rt := mt.rt
+			src := toolSource{server: u.name, tool: mt.name}
 			if prev, dup := seen[rt.Name]; dup {
 				return nil, fmt.Errorf("%w: tool name %q is given twice: by %v and by %v; rename the server or the command tool",
 					errdefs.ErrInvalidArgument, rt.Name, prev, src)
@@ -245,43 +265,6 @@ func (s *Toolset) assemble(lists map[*upstream][]*mcp.Tool) ([]registry.Tool, er
 		}
 	}
 	return tools, nil
-}
-
-// registryTool imports a server's tool: named "<server>__<tool>", with
-// its input schema, output schema, description and annotations; a call
-// goes to the server.
-func (u *upstream) registryTool(t *mcp.Tool) (registry.Tool, error) {
-	rt := registry.Tool{
-		Name:        u.name + ToolNameSeparator + t.Name,
-		Description: t.Description,
-		Parameters:  json.RawMessage(`{"type":"object"}`),
-		Source:      u.name,
-	}
-	var err error
-	if t.InputSchema != nil {
-		if rt.Parameters, err = json.Marshal(t.InputSchema); err != nil {
-			return rt, fmt.Errorf("inputSchema: %w", err)
-		}
-	}
-	if t.OutputSchema != nil {
-		if rt.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
-			return rt, fmt.Errorf("outputSchema: %w", err)
-		}
-	}
-	if t.Annotations != nil {
-		if rt.Annotations, err = json.Marshal(t.Annotations); err != nil {
-			return rt, fmt.Errorf("annotations: %w", err)
-		}
-	}
-	name := t.Name
-	rt.ExecuteOutput = func(ctx context.Context, exec registry.Execution) (registry.Output, error) {
-		return u.call(ctx, name, exec.Arguments)
-	}
-	// The registry's own checks, now, so that a bad tool fails the start.
-	if err := registry.New().Register(rt); err != nil {
-		return rt, err
-	}
-	return rt, nil
 }
 
 // ServerStatus is what Check found of one MCP server.
@@ -312,7 +295,7 @@ func Check(ctx context.Context, m *Manifest, opts *OpenOptions) []ServerStatus {
 	for i, name := range names {
 		wg.Go(func() {
 			u := newUpstream(name, m.MCPServers[name], o.Logger, o.Version)
-			u.onList = func(*upstream, []*mcp.Tool) {}
+			u.onList = func(*upstream, []*upstreamTool) {}
 			defer u.close()
 			tools, err := u.start(ctx)
 			out[i] = ServerStatus{Name: name, Transport: u.cfg.Transport(), Where: u.where(), Tools: len(tools), Err: err}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/containerd/errdefs"
@@ -64,10 +63,15 @@ type upstream struct {
 	name   string
 	cfg    MCPServer
 	log    *slog.Logger
+	impl   *mcp.Implementation
 	client *mcp.Client
 	// onList is called with each new tool list after the first; the toolset
-	// accepts it or keeps the previous one.
-	onList func(*upstream, []*mcp.Tool)
+	// accepts it or keeps the previous one. accepted returns the list the
+	// toolset holds (nil: none), which a listing compares against; pace
+	// spaces relistings by their cost (nil: only minRelistInterval).
+	onList   func(*upstream, []*upstreamTool)
+	accepted func() []*upstreamTool
+	pace     *pacer
 
 	connMu sync.Mutex // serializes connection attempts
 
@@ -89,6 +93,8 @@ type upstream struct {
 // conn is one connection: an MCP session and, for stdio, the process.
 type conn struct {
 	sess   *mcp.ClientSession
+	wire   *upConn // stdio only
+	lister lister
 	proc   *process
 	stderr *stderrLog
 	gone   chan struct{} // closed when the session has ended
@@ -96,9 +102,10 @@ type conn struct {
 }
 
 func newUpstream(name string, cfg MCPServer, log *slog.Logger, version string) *upstream {
-	u := &upstream{name: name, cfg: cfg, log: log.With("mcp_server", name), relist: make(chan struct{}, 1)}
+	u := &upstream{name: name, cfg: cfg, log: log.With("mcp_server", name), relist: make(chan struct{}, 1),
+		impl: &mcp.Implementation{Name: "dsh-container", Version: version}}
 	u.ctx, u.cancel = context.WithCancel(context.Background())
-	u.client = mcp.NewClient(&mcp.Implementation{Name: "dsh-container", Version: version}, &mcp.ClientOptions{
+	u.client = mcp.NewClient(u.impl, &mcp.ClientOptions{
 		Logger: u.log,
 		// Advertise nothing: no roots, sampling or elicitation reach the
 		// server from here.
@@ -116,7 +123,7 @@ func newUpstream(name string, cfg MCPServer, log *slog.Logger, version string) *
 }
 
 // start connects for the first time and returns the server's tools.
-func (u *upstream) start(ctx context.Context) ([]*mcp.Tool, error) {
+func (u *upstream) start(ctx context.Context) ([]*upstreamTool, error) {
 	c, tools, err := u.dial(ctx)
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -130,7 +137,7 @@ func (u *upstream) start(ctx context.Context) ([]*mcp.Tool, error) {
 
 // dial starts or reaches the server, initializes a session and lists its
 // tools, within StartTimeout.
-func (u *upstream) dial(ctx context.Context) (_ *conn, _ []*mcp.Tool, retErr error) {
+func (u *upstream) dial(ctx context.Context) (_ *conn, _ []*upstreamTool, retErr error) {
 	ctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
 	c := &conn{gone: make(chan struct{})}
@@ -138,19 +145,26 @@ func (u *upstream) dial(ctx context.Context) (_ *conn, _ []*mcp.Tool, retErr err
 	switch u.cfg.Transport() {
 	case TransportStdio:
 		c.stderr = newStderrLog(u.log, u.name)
-		p, err := startProcess(append([]string{u.cfg.Command}, u.cfg.Args...), serverEnv(u.cfg.Env), c.stderr)
+		p, err := startProcess(append([]string{u.cfg.Command}, u.cfg.Args...), serverEnv(u.cfg.Env), c.stderr, u.log)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: MCP server %q: cannot start %s: %w", errdefs.ErrUnavailable, u.name, u.cfg.Command, err)
 		}
 		c.proc = p
-		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: MaxServerMessageBytes}
+		c.wire = stdioConn(u.name, u.log, p.stdout, p.stdin, func() error {
+			return errors.Join(p.stdin.Close(), p.stdout.Close())
+		})
+		t, c.lister = c.wire, c.wire
 	default:
+		hc := httpClient(u.cfg.Headers)
 		t = &mcp.StreamableClientTransport{
-			Endpoint:     u.cfg.URL,
-			HTTPClient:   httpClient(u.cfg.Headers),
-			MaxRetries:   2,
-			MaxEventSize: MaxServerMessageBytes,
+			Endpoint:   u.cfg.URL,
+			HTTPClient: hc,
+			MaxRetries: 2,
+			// Every event the session reads is bounded like a result: tool
+			// lists do not go through it (httpLister).
+			MaxEventSize: MaxServerResultBytes,
 		}
+		c.lister = &httpLister{url: u.cfg.URL, client: hc}
 	}
 	defer func() {
 		if retErr != nil {
@@ -163,7 +177,14 @@ func (u *upstream) dial(ctx context.Context) (_ *conn, _ []*mcp.Tool, retErr err
 		return nil, nil, fmt.Errorf("%w: MCP server %q: %s: %w", errdefs.ErrUnavailable, u.name, u.where(), err)
 	}
 	c.sess = sess
-	tools, err := listTools(ctx, sess)
+	if hl, ok := c.lister.(*httpLister); ok {
+		hl.sess = sess
+	}
+	var base []*upstreamTool
+	if u.accepted != nil {
+		base = u.accepted()
+	}
+	tools, err := u.listTools(ctx, c, base)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: MCP server %q: listing its tools: %w", errdefs.ErrUnavailable, u.name, err)
 	}
@@ -195,7 +216,12 @@ func (u *upstream) withStderr(err error, c *conn) error {
 	if c.proc == nil {
 		return err
 	}
-	msg := err.Error() + " (the server's process: " + c.proc.exitStatus(500*time.Millisecond) + ")"
+	status, exited := c.proc.exitStatus(500 * time.Millisecond)
+	msg := err.Error() + " (the server's process: " + status + ")"
+	if exited {
+		// Its last words may still be in the pipe: read them first.
+		c.stderr.drain(stderrTailWait)
+	}
 	if tail := c.stderr.Tail(); tail != "" {
 		msg += "; its stderr ended with:\n" + indent(tail)
 	}
@@ -247,59 +273,6 @@ func serverEnv(env map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
-}
-
-// listTools lists every tool, page by page, within the bounds.
-func listTools(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	size := 0
-	params := &mcp.ListToolsParams{}
-	for page := 0; ; page++ {
-		if page == maxListPages {
-			return nil, fmt.Errorf("the tool list has more than %d pages", maxListPages)
-		}
-		res, err := sess.ListTools(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range res.Tools {
-			if err := checkUpstreamTool(t); err != nil {
-				return nil, err
-			}
-			b, err := json.Marshal(t)
-			if err != nil {
-				return nil, fmt.Errorf("tool %q: %w", t.Name, err)
-			}
-			size += len(b)
-			tools = append(tools, t)
-		}
-		if len(tools) > MaxServerTools {
-			return nil, fmt.Errorf("it lists more than %d tools", MaxServerTools)
-		}
-		if size > MaxServerListBytes {
-			return nil, fmt.Errorf("its tool list is larger than %d bytes", MaxServerListBytes)
-		}
-		if res.NextCursor == "" {
-			return tools, nil
-		}
-		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
-	}
-}
-
-// checkUpstreamTool checks a listed tool's name: 1 to
-// MaxUpstreamToolNameBytes bytes of UTF-8 without control characters.
-func checkUpstreamTool(t *mcp.Tool) error {
-	switch {
-	case t.Name == "":
-		return errors.New("it lists a tool without a name")
-	case len(t.Name) > MaxUpstreamToolNameBytes:
-		return fmt.Errorf("it lists a tool whose name is longer than %d bytes", MaxUpstreamToolNameBytes)
-	case !utf8.ValidString(t.Name):
-		return errors.New("it lists a tool whose name is not valid UTF-8")
-	case strings.IndexFunc(t.Name, func(r rune) bool { return unicode.IsControl(r) || !unicode.IsPrint(r) && !unicode.IsSpace(r) }) >= 0:
-		return fmt.Errorf("it lists a tool named %q, with control characters", t.Name)
-	}
-	return nil
 }
 
 // session returns a live connection, connecting when there is none.
@@ -406,12 +379,18 @@ func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 	case err == nil:
 	case ctx.Err() != nil:
 		return registry.Output{}, interrupted()
+	case werr != nil && werr.Code == codeTooLarge:
+		// A reply over a bound, refused before it was decoded.
+		return registry.Output{}, fmt.Errorf("MCP server %q: tool %q: %s", u.name, tool, werr.Message)
 	case werr != nil:
 		// The server answered with a protocol error (an unknown tool,
 		// arguments it rejects): a rejection carrying its message.
 		return registry.Output{}, errors.New(capMessage(werr.Message))
 	default:
 		u.drop(c)
+		if why := c.wire.why(); why != nil {
+			err = fmt.Errorf("%w (the connection was closed: %w)", err, why)
+		}
 		return registry.Output{}, u.withStderr(fmt.Errorf("MCP server %q disconnected during the call to %q (it is restarted on the next call): %w", u.name, tool, err), c)
 	}
 	return convertResult(res)
@@ -520,8 +499,9 @@ func convertContent(c mcp.Content) registry.Block {
 	return registry.Block{Type: "content"}
 }
 
-// relister relists the tools when the server says they changed, at most
-// once per minRelistInterval.
+// relister relists the tools when the server says they changed: at most
+// once per minRelistInterval, and only once the work earlier changes
+// caused is paid for (pacer).
 func (u *upstream) relister() {
 	defer u.wg.Done()
 	var last time.Time
@@ -540,6 +520,9 @@ func (u *upstream) relister() {
 				return
 			}
 		}
+		if u.pace.wait(u.ctx) != nil {
+			return
+		}
 		last = time.Now()
 		u.mu.Lock()
 		c := u.conn
@@ -548,8 +531,13 @@ func (u *upstream) relister() {
 			continue // the next connection lists them anyway
 		}
 		ctx, cancel := context.WithTimeout(u.ctx, StartTimeout)
-		tools, err := listTools(ctx, c.sess)
+		var base []*upstreamTool
+		if u.accepted != nil {
+			base = u.accepted()
+		}
+		tools, err := u.listTools(ctx, c, base)
 		cancel()
+		u.pace.charge(time.Since(last))
 		if err != nil {
 			u.log.Warn("relisting the MCP server's tools after tools/list_changed", "err", err)
 			continue
@@ -581,8 +569,9 @@ func (u *upstream) close() {
 }
 
 // httpClient returns the client for a streamable HTTP server: headers on
-// every request, JSON response bodies capped at MaxServerMessageBytes,
-// no redirects to another host, bounded dialing.
+// every request, JSON response bodies capped at MaxServerResultBytes (at
+// MaxServerMessageBytes for our listings: ownListing), no redirects to
+// another host, bounded dialing.
 func httpClient(headers map[string]string) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = 0 // a call's context bounds it
@@ -613,33 +602,44 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Event streams are bounded per event by the transport; a JSON body is
-	// read whole, so it is bounded here.
+	// Event streams are bounded per event by their readers; a JSON body is
+	// read whole, so it is bounded here, before anything decodes it.
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		resp.Body = &limitedBody{r: resp.Body, n: MaxServerMessageBytes}
+		b := &limitedBody{r: resp.Body, n: MaxServerResultBytes, what: "MaxServerResultBytes"}
+		if req.Context().Value(ownListing{}) != nil {
+			b.n, b.what = MaxServerMessageBytes, "MaxServerMessageBytes"
+		}
+		b.limit = b.n
+		resp.Body = b
 	}
 	return resp, nil
 }
 
 // limitedBody fails a read past n bytes.
 type limitedBody struct {
-	r io.ReadCloser
-	n int64
+	r     io.ReadCloser
+	n     int64
+	limit int64
+	what  string
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.n <= 0 {
-		return 0, fmt.Errorf("the MCP server's response is larger than %d bytes", MaxServerMessageBytes)
+	if b.n < 0 {
+		return 0, b.err()
 	}
-	if int64(len(p)) > b.n {
+	if int64(len(p)) > b.n+1 {
 		p = p[:b.n+1] // one more byte tells an exact fit from an overflow
 	}
 	n, err := b.r.Read(p)
 	b.n -= int64(n)
 	if b.n < 0 {
-		return n, fmt.Errorf("the MCP server's response is larger than %d bytes", MaxServerMessageBytes)
+		return n, b.err()
 	}
 	return n, err
+}
+
+func (b *limitedBody) err() error {
+	return fmt.Errorf("the MCP server's response is larger than %d bytes (%s)", b.limit, b.what)
 }
 
 func (b *limitedBody) Close() error { return b.r.Close() }

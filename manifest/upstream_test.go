@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,12 +43,43 @@ func TestHelperMCPServer(t *testing.T) {
 		os.Exit(4)
 	case "silent":
 		time.Sleep(time.Hour) // never answers initialize
+	case "sleeper":
+		// A process that leaves its group and session and ignores the
+		// signals a stop sends (see TestUpstreamTreeDiesWithItsHost).
+		signal.Ignore(syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+		time.Sleep(time.Hour)
+	case "hostile":
+		fmt.Fprintln(os.Stderr, "helper: serving on stdio")
+		if err := hostileServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+			fmt.Fprintln(os.Stderr, "helper:", err)
+		}
+		os.Exit(0)
 	}
 	fmt.Fprintln(os.Stderr, "helper: serving on stdio")
 	if err := testServer("stdio").Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 	}
 	os.Exit(0)
+}
+
+// hostPid is the pid, as the host sees it, of this process's child whose
+// pid here is pid: a server runs in a PID namespace of its own, and /proc
+// is the host's.
+func hostPid(pid int) int {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(b)) {
+			status, _ := os.ReadFile("/proc/" + c + "/status")
+			for _, line := range strings.Split(string(status), "\n") {
+				if f := strings.Fields(strings.TrimPrefix(line, "NSpid:")); strings.HasPrefix(line, "NSpid:") && f[len(f)-1] == strconv.Itoa(pid) {
+					n, _ := strconv.Atoi(c)
+					return n
+				}
+			}
+		}
+	}
+	return pid // no namespace: the same pid
 }
 
 type echoIn struct {
@@ -111,13 +144,13 @@ func testServer(name string) *mcp.Server {
 				os.Exit(3)
 				return nil, nil, nil
 			})
-		mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Starts a background process in its group and returns its pid."},
+		mcp.AddTool(s, &mcp.Tool{Name: "spawn", Description: "Starts a background process in its group and returns its pid (the host's)."},
 			func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
 				cmd := exec.Command("sleep", "307")
 				if err := cmd.Start(); err != nil {
 					return nil, nil, err
 				}
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(cmd.Process.Pid)}}}, nil, nil
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(hostPid(cmd.Process.Pid))}}}, nil, nil
 			})
 		mcp.AddTool(s, &mcp.Tool{Name: "shout", Description: "Floods stderr."},
 			func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -236,7 +269,7 @@ func TestUpstreamTools(t *testing.T) {
 		t.Fatalf("tools = %v, want %v", names, want)
 	}
 	echo := toolByName(t, s, "remote__echo")
-	if echo.Description != "Echo the text." || !strings.Contains(string(echo.Parameters), `"text":{"description":"the text to echo","type":"string"}`) ||
+	if echo.Description != "Echo the text." || !strings.Contains(string(echo.Parameters), `"text":{"type":"string","description":"the text to echo"}`) ||
 		echo.OutputSchema != nil || string(echo.Annotations) != `{"idempotentHint":false,"readOnlyHint":true,"title":"Echo"}` {
 		t.Errorf("echo = %+v\n%s\n%s", echo, echo.Parameters, echo.Annotations)
 	}

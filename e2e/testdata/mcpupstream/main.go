@@ -77,9 +77,15 @@ func main() {
 			os.Exit(139)
 			return nil, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's process id."},
+	mcp.AddTool(s, &mcp.Tool{Name: "pid", Description: "The server's process id, as the host sees it."},
 		func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
+			// The server runs in a PID namespace of its own; /proc is the
+			// host's, so /proc/self names the host's pid.
+			pid, err := os.Readlink("/proc/self")
+			if err != nil {
+				pid = strconv.Itoa(os.Getpid())
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: pid}}}, nil, nil
 		})
 	if len(os.Args) > 1 && os.Args[1] == "fail-at-start" {
 		fmt.Fprintln(os.Stderr, "mcpupstream: cannot read /etc/catalogue.db: permission denied")
