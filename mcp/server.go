@@ -117,7 +117,13 @@ type Server struct {
 
 	mu      sync.Mutex
 	snap    *snapshot
-	exposed map[string][]byte // tools on the MCP server, by name, as JSON
+	exposed map[string]registry.MCPTool // tools on the MCP server, by name
+	adds    int                         // tools added to the MCP server so far
+
+	// sessMu guards pending, the sessions Handler has admitted that are
+	// not (yet) among the go-sdk server's sessions.
+	sessMu  sync.Mutex
+	pending int
 
 	streams sync.Map // run_code call id → *progress
 }
@@ -158,7 +164,7 @@ func New(opts ...Option) (*Server, error) {
 	if o.source == nil {
 		o.source = staticTools(nil)
 	}
-	s := &Server{opts: o, log: o.logger, exposed: map[string][]byte{}}
+	s := &Server{opts: o, log: o.logger, exposed: map[string]registry.MCPTool{}}
 	s.ctx, s.cancel = context.WithCancelCause(context.Background())
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: "dsh-container", Title: "dsh-container Code Mode", Version: o.version}, &sdk.ServerOptions{
 		Logger: o.logger,
@@ -237,7 +243,9 @@ func (s *Server) build() (*snapshot, error) {
 
 // refresh rebuilds the snapshot and brings the MCP server's tool list in
 // line with it: tools that went are removed, new or changed ones added
-// (the go-sdk server then sends notifications/tools/list_changed).
+// (the go-sdk server then sends notifications/tools/list_changed). A tool
+// that did not change is not touched: telling costs a comparison of its
+// fields, which share their bytes with the tool source's.
 func (s *Server) refresh() error {
 	snap, err := s.build()
 	if err != nil {
@@ -246,14 +254,10 @@ func (s *Server) refresh() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.snap = snap
-	next := map[string][]byte{}
+	next := make(map[string]registry.MCPTool, len(snap.tools))
 	for _, t := range snap.tools {
-		b, err := json.Marshal(t)
-		if err != nil {
-			return err
-		}
-		next[t.Name] = b
-		if bytes.Equal(s.exposed[t.Name], b) {
+		next[t.Name] = t
+		if old, ok := s.exposed[t.Name]; ok && sameMCPTool(old, t) {
 			continue
 		}
 		handler := s.native(t.Name)
@@ -261,6 +265,7 @@ func (s *Server) refresh() error {
 			handler = s.runCode
 		}
 		s.srv.AddTool(sdkTool(t, s.log), handler)
+		s.adds++
 	}
 	var gone []string
 	for name := range s.exposed {
@@ -275,23 +280,38 @@ func (s *Server) refresh() error {
 	return nil
 }
 
+func sameMCPTool(a, b registry.MCPTool) bool {
+	return a.Name == b.Name && a.Description == b.Description && bytes.Equal(a.InputSchema, b.InputSchema) &&
+		bytes.Equal(a.OutputSchema, b.OutputSchema) && bytes.Equal(a.Annotations, b.Annotations)
+}
+
 // sdkTool is t for the go-sdk server, whose input schemas must be objects
 // of type "object": a schema without a type gets it; a schema of another
 // type cannot be offered over MCP as it is and becomes {"type":"object"}
-// (logged).
+// (logged). The schema is looked at, not rebuilt: only its "type" is
+// decoded.
 func sdkTool(t registry.MCPTool, log *slog.Logger) *sdk.Tool {
 	in := t.InputSchema
-	var m map[string]any
-	if json.Unmarshal(in, &m) != nil || m == nil {
-		m = map[string]any{}
+	var probe struct {
+		Type json.RawMessage `json:"type"`
 	}
-	switch typ, ok := m["type"]; {
-	case !ok:
-		m["type"] = "object"
-		in, _ = json.Marshal(m)
-	case typ != "object":
-		log.Warn("a tool's input schema is not of type object; MCP offers it as {\"type\":\"object\"}", "tool", t.Name, "schema_type", fmt.Sprint(typ))
+	trimmed := bytes.TrimSpace(in)
+	switch {
+	case len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil:
 		in = json.RawMessage(`{"type":"object"}`)
+	case probe.Type == nil:
+		rest := bytes.TrimSpace(trimmed[1:])
+		if rest[0] == '}' {
+			in = json.RawMessage(`{"type":"object"}`)
+		} else {
+			in = append(json.RawMessage(`{"type":"object",`), rest...)
+		}
+	default:
+		var typ string
+		if json.Unmarshal(probe.Type, &typ) != nil || typ != "object" {
+			log.Warn("a tool's input schema is not of type object; MCP offers it as {\"type\":\"object\"}", "tool", t.Name, "schema_type", string(probe.Type))
+			in = json.RawMessage(`{"type":"object"}`)
+		}
 	}
 	st := &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: in}
 	if len(t.OutputSchema) > 0 {
