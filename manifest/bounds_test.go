@@ -107,7 +107,7 @@ func TestUpstreamResultBounds(t *testing.T) {
 	}
 	// A line over MaxServerMessageBytes ends the connection.
 	res = callTool(t, s, "h__big", `{"n":17825792}`)
-	want := `the connection was closed: it sent a message larger than 16777216 bytes (MaxServerMessageBytes)`
+	want := `it sent a message larger than 16777216 bytes (MaxServerMessageBytes)`
 	if !res.IsError || !strings.Contains(res.Text(), want) || !strings.Contains(res.Text(), `MCP server "h" disconnected during the call to "big"`) {
 		t.Errorf("a 17 MiB line: %.300q, want %q", res.Text(), want)
 	}

@@ -388,7 +388,7 @@ func (u *upstream) call(ctx context.Context, tool string, args json.RawMessage) 
 		return registry.Output{}, errors.New(capMessage(werr.Message))
 	default:
 		u.drop(c)
-		if why := c.wire.why(); why != nil {
+		if why := c.wire.why(); why != nil && !strings.Contains(err.Error(), why.Error()) {
 			err = fmt.Errorf("%w (the connection was closed: %w)", err, why)
 		}
 		return registry.Output{}, u.withStderr(fmt.Errorf("MCP server %q disconnected during the call to %q (it is restarted on the next call): %w", u.name, tool, err), c)
