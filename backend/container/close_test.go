@@ -27,6 +27,9 @@ type holdDriver struct {
 	nth    int
 	refuse int
 	held   chan struct{} // closed once the call is held
+	// refused, when set, is called after the engine refuses the held
+	// container's nth removal (outside mu).
+	refused func(n int)
 
 	mu       sync.Mutex
 	creates  int
@@ -90,8 +93,12 @@ func (h *holdDriver) Remove(ctx context.Context, id string) error {
 	if id == h.heldID {
 		h.removals++
 	}
+	n, hook := h.removals, h.refused
 	h.mu.Unlock()
 	if refused {
+		if hook != nil {
+			hook(n)
+		}
 		return fmt.Errorf("delete task %s: sandbox is not running: %w", id, errdefs.ErrUnknown)
 	}
 	return h.fakeDriver.Remove(ctx, id)
@@ -159,18 +166,31 @@ func TestCloseWhilePoolRefills(t *testing.T) {
 }
 
 // A container the engine never lets go of is not a silent success: Close
-// returns an error naming it and the engine's reason once ctx ends.
+// returns an error naming it and the engine's reason once ctx ends. ctx
+// ends when the engine has refused the container to Close itself — the
+// teardown of the interrupted start is the first removal, Close's retries
+// the next — so the pool's starts and the runs have all finished, however
+// slow the machine, and what Close reports is the container alone.
 func TestCloseReportsWhatIsLeft(t *testing.T) {
 	h := newHoldDriver(t, "start", -1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	const refusals = 3 // the teardown's, then two of Close's (one after backing off)
+	h.refused = func(n int) {
+		if n == refusals {
+			cancel()
+		}
+	}
 	dir, err := closeWhileRefilling(ctx, t, h)
 	h.mu.Lock()
-	id := h.heldID
+	id, removals := h.heldID, h.removals
 	h.refuse = 0 // the engine relents: clean up
 	h.mu.Unlock()
-	if err == nil || !strings.Contains(err.Error(), "1 container(s) could not be removed: "+id+" (") || !strings.Contains(err.Error(), "sandbox is not running") {
-		t.Fatalf("Close: %v; want an error naming %s and why", err, id)
+	if err == nil || !strings.Contains(err.Error(), "closing container runtime: 1 container(s) could not be removed: "+id+" (") || !strings.Contains(err.Error(), "sandbox is not running") {
+		t.Fatalf("Close: %v; want an error naming %s and why, and nothing else", err, id)
+	}
+	if removals != refusals {
+		t.Errorf("Close returned after %d removals of %s, want %d (it returns once ctx ends)", removals, id, refusals)
 	}
 	if err := h.Remove(context.Background(), id); err != nil {
 		t.Fatal(err)
