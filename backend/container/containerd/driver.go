@@ -122,6 +122,13 @@ type Driver struct {
 
 	mu    sync.Mutex
 	state map[string]*taskState // container id → what this process holds for it
+
+	// createHook, when set (tests only: export_test.go), sees each
+	// engine answer of a Create — step "lease", "snapshot", "container",
+	// "task" — and returns the one Create goes on with. It may end the
+	// create's context first (end): an answer that arrives after the
+	// deadline, with the engine's work done, deterministically.
+	createHook func(ctx context.Context, end context.CancelFunc, step string, err error) error
 }
 
 // taskState is what the driver holds for a container it created: the
@@ -313,6 +320,10 @@ func (d *Driver) Endpoint(_ context.Context, req container.EndpointRequest) (*co
 // cuts short (see Create).
 const createTimeout = 30 * time.Second
 
+// cleanupTimeout bounds the removal of what a failed create made. It runs
+// under a context of its own: the create's may be what ended.
+const cleanupTimeout = 30 * time.Second
+
 // leaseExpiry bounds how long a lease protects a snapshot being prepared:
 // if this process dies mid-create, containerd's garbage collector frees
 // the lease after it, and the reaper removes the labelled snapshot.
@@ -324,6 +335,14 @@ const leaseExpiry = 5 * time.Minute
 // non-cancellable context and, when anything fails, removes everything it
 // made, snapshot included; a caller that gave up meanwhile gets ctx's
 // error and nothing left behind.
+//
+// The removal runs under a fresh bounded context (the create's own may
+// have expired, which is how a create fails midway), and touches only
+// what this call made: a snapshot or record the engine refused as
+// existing (AlreadyExists) is someone else's. After an answer that does
+// not say whether the engine made the thing (a timeout, a lost
+// connection), the snapshot or record under the name is removed only if
+// it carries every label of the Spec, the owner's included.
 func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr error) {
 	rt, err := d.runtimeFor(s.OCIRuntime)
 	if err != nil {
@@ -345,41 +364,42 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 	}
 	cctx, cancel := context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), createTimeout)
 	defer cancel()
+	answer := func(step string, err error) error {
+		if d.createHook != nil {
+			return d.createHook(cctx, cancel, step, err)
+		}
+		return err
+	}
 	img, err := d.resolveImage(cctx, s.Image)
 	if err != nil {
 		return "", err
 	}
 
-	lease, err := d.leases.Create(cctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
-	if err != nil {
-		return "", d.translate(err)
-	}
+	// The lease's id is chosen here, so that a lease the engine made
+	// before an error can still be deleted.
+	leaseID := "dsh-create-" + randomHex(8)
+	_, err = d.leases.Create(cctx, leases.WithID(leaseID), leases.WithExpiration(leaseExpiry), leases.WithLabels(s.Labels))
 	defer func() {
 		// The container record now holds the snapshot (or nothing was
 		// left to hold).
-		if err := d.leases.Delete(cctx, lease); err != nil && !errdefs.IsNotFound(err) {
-			d.log.Debug("lease delete", "lease", lease.ID, "err", err)
+		uctx, cancel := d.cleanupCtx(ctx)
+		defer cancel()
+		if err := d.leases.Delete(uctx, leases.Lease{ID: leaseID}); err != nil && !errdefs.IsNotFound(err) {
+			d.log.Warn("lease delete after a create", "lease", leaseID, "err", err)
 		}
 	}()
-	lctx := leases.WithLease(cctx, lease.ID)
-	// Undo exactly what this call made: a name already taken belongs to
-	// someone else.
-	var madeSnapshot, madeRecord, taskTried bool
+	if err := answer("lease", err); err != nil {
+		return "", d.translate(err)
+	}
+	lctx := leases.WithLease(cctx, leaseID)
+	var made createMade
 	defer func() {
 		if retErr == nil {
 			return
 		}
-		var err error
-		switch {
-		case taskTried:
-			err = d.remove(cctx, id)
-		case madeRecord:
-			err = errors.Join(d.ctrs.Delete(cctx, id), d.snapshots.Remove(cctx, id))
-		case madeSnapshot:
-			err = d.snapshots.Remove(cctx, id)
-		}
-		if err != nil && !errdefs.IsNotFound(err) {
+		if err := d.undoCreate(ctx, s, made); err != nil {
 			d.log.Warn("cleanup after a failed create", "container_id", id, "err", err)
+			retErr = fmt.Errorf("%w (and removing what it made failed: %v)", retErr, err)
 		}
 	}()
 
@@ -394,14 +414,15 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		}
 		mounts, err = d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(s.Labels))
 	}
-	if err != nil {
+	if err = answer("snapshot", err); err != nil {
 		if errdefs.IsAlreadyExists(err) {
 			return "", fmt.Errorf("%w: a snapshot %s already exists in containerd namespace %s", errdefs.ErrAlreadyExists, id, d.ns)
 		}
+		made.snapshot = maybeMade
 		return "", fmt.Errorf("preparing the root filesystem of %s: %w", id, d.translate(err))
 	}
-	madeSnapshot = true
-	if _, err := d.ctrs.Create(lctx, containers.Container{
+	made.snapshot = wasMade
+	_, err = d.ctrs.Create(lctx, containers.Container{
 		ID:          id,
 		Labels:      s.Labels,
 		Image:       s.Image,
@@ -409,12 +430,18 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		Spec:        specAny,
 		SnapshotKey: id,
 		Snapshotter: d.sn,
-	}); err != nil {
+	})
+	if err = answer("container", err); err != nil {
+		if !errdefs.IsAlreadyExists(err) {
+			made.record = maybeMade
+		}
 		return "", fmt.Errorf("creating container %s: %w", id, d.translate(err))
 	}
-	madeRecord, taskTried = true, true
+	// From here the record is this call's: its removal takes the task
+	// too, whatever tasks.Create answered.
+	made.record = wasMade
 	t2 := time.Now()
-	st, err := d.newTask(cctx, id, rt, mounts)
+	st, err := d.newTask(cctx, id, rt, mounts, answer)
 	if err != nil {
 		return "", err
 	}
@@ -428,9 +455,88 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 	return id, nil
 }
 
+// made says whether a create made a thing: not (the zero value), surely,
+// or maybe — the engine's answer was an error that does not say (a
+// timeout, a lost connection).
+type made int
+
+const (
+	notMade made = iota
+	wasMade
+	maybeMade
+)
+
+// createMade is what a create made, by the name its Spec gives them all
+// (a record made is removed with its task, if any).
+type createMade struct{ snapshot, record made }
+
+// cleanupCtx is a fresh context, in the driver's namespace, bounded by
+// cleanupTimeout and not cancelled with ctx.
+func (d *Driver) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), cleanupTimeout)
+}
+
+// undoCreate removes what a failed create of s made, under a fresh bounded
+// context. What it maybe made is removed only when it carries every label
+// of s: the name may be someone else's.
+func (d *Driver) undoCreate(ctx context.Context, s container.Spec, m createMade) error {
+	uctx, cancel := d.cleanupCtx(ctx)
+	defer cancel()
+	id := s.Name
+	if m.record == maybeMade {
+		c, err := d.ctrs.Get(uctx, id)
+		switch {
+		case errdefs.IsNotFound(err):
+			m.record = notMade
+		case err != nil:
+			return fmt.Errorf("looking for container %s: %w", id, d.translate(err))
+		case hasLabels(c.Labels, s.Labels) && c.SnapshotKey == id:
+			m.record = wasMade
+		default:
+			m.record = notMade // someone else's
+		}
+	}
+	if m.record == wasMade {
+		// The task (if any), the record, the snapshot and the FIFOs.
+		if err := d.remove(uctx, id); err != nil && !errdefs.IsNotFound(err) {
+			return err
+		}
+		return nil
+	}
+	if m.snapshot == maybeMade {
+		info, err := d.snapshots.Stat(uctx, id)
+		switch {
+		case errdefs.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("looking for snapshot %s: %w", id, d.translate(err))
+		case !hasLabels(info.Labels, s.Labels):
+			return nil // someone else's
+		}
+		m.snapshot = wasMade
+	}
+	if m.snapshot == wasMade {
+		if err := d.snapshots.Remove(uctx, id); err != nil && !errdefs.IsNotFound(err) {
+			return fmt.Errorf("removing snapshot %s: %w", id, d.translate(err))
+		}
+	}
+	return nil
+}
+
+// hasLabels says whether labels hold every label of want.
+func hasLabels(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // newTask creates the container's task with its output on FIFOs in a
-// directory of the container's own under the state directory.
-func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs []mount.Mount) (_ *taskState, retErr error) {
+// directory of the container's own under the state directory. answer, when
+// not nil, is Create's: it sees the engine's answer.
+func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs []mount.Mount, answer func(string, error) error) (_ *taskState, retErr error) {
 	dir := filepath.Join(d.fifoRoot, id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the task's FIFO directory: %w", err)
@@ -460,6 +566,9 @@ func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs [
 		req.Options = protobuf.FromAny(rt.options)
 	}
 	resp, err := d.tasks.Create(ctx, req)
+	if answer != nil {
+		err = answer("task", err)
+	}
 	if err != nil {
 		return nil, d.shimError(rt, fromGRPC(err))
 	}

@@ -139,7 +139,7 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	if _, err := d.ctrs.Create(lctx, containers.Container{ID: id, Labels: labels, Image: image, Runtime: containerRuntime(rt), Spec: specAny, SnapshotKey: id, Snapshotter: d.sn}); err != nil {
 		return d.translate(fromGRPC(err))
 	}
-	st, err := d.newTask(ctx, id, rt, mounts)
+	st, err := d.newTask(ctx, id, rt, mounts, nil)
 	if err != nil {
 		return err
 	}

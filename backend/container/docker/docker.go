@@ -70,6 +70,12 @@ type Driver struct {
 
 	// imagesChecked holds the image references checkImage passed.
 	imagesChecked sync.Map
+
+	// createHook, when set (tests only), sees the daemon's answer to a
+	// create and returns the one Create goes on with; it may end the
+	// create's context first (end), as a deadline passing while the
+	// daemon worked would (see createHook in the containerd driver).
+	createHook func(ctx context.Context, end context.CancelFunc, step string, err error) error
 }
 
 var (
@@ -221,12 +227,27 @@ func seccompJSON(p *specs.LinuxSeccomp) string {
 // caller's cancellation (see Create).
 const createTimeout = 30 * time.Second
 
+// cleanupTimeout bounds the removal of what a failed create made. It runs
+// under a context of its own: the create's may be what ended.
+const cleanupTimeout = 30 * time.Second
+
 // Create implements container.Driver. It runs to completion under a
 // bounded, non-cancellable context: the daemon may create the container
 // after a client gave up, and then nobody would know its id to remove it.
-// When it fails anyway, the container is removed by its name (the daemon
-// may have created it before a timeout); NotFound is the usual answer.
+//
+// When the create fails anyway, what this call made is removed under a
+// fresh bounded context (the create's own may have expired, which is how
+// a create fails midway): after an answer that does not say whether the
+// daemon made the container (a timeout, a lost connection), the container
+// under the name is removed only if it is this call's — the name, image
+// and every label of the Spec, the owner's included, must match. A name
+// the daemon refused as taken (Conflict) is someone else's, and nothing is
+// removed. A Spec needs a name: a container without one could not be found
+// again.
 func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
+	if s.Name == "" {
+		return "", fmt.Errorf("%w: the container has no name (Spec.Name): a create that fails midway finds what it made by its name", errdefs.ErrInvalidArgument)
+	}
 	if err := d.checkSpec(ctx, s); err != nil {
 		return "", err
 	}
@@ -237,17 +258,64 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), createTimeout)
 	defer cancel()
 	resp, err := d.api.ContainerCreate(cctx, cfg, hc, nil, nil, s.Name)
-	if err != nil {
-		if s.Name != "" {
-			_ = d.api.ContainerRemove(cctx, s.Name, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
-		}
+	if d.createHook != nil {
+		err = d.createHook(cctx, cancel, "create", err)
+	}
+	switch {
+	case errdefs.IsConflict(err):
+		// The name is taken: the container under it is not this call's.
 		return "", translate(err, s.Image)
+	case err != nil:
+		// The daemon may have made the container before the error.
+		return "", d.undoCreate(ctx, s, "", translate(err, s.Image))
 	}
 	if err := ctx.Err(); err != nil {
-		_ = d.api.ContainerRemove(cctx, resp.ID, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true})
-		return "", err
+		return "", d.undoCreate(ctx, s, resp.ID, err)
 	}
 	return resp.ID, nil
+}
+
+// undoCreate removes what a failed create of s made — container id, or
+// when the answer did not say, the container named s.Name if it is this
+// call's (madeFrom) — under a fresh bounded context, and returns err,
+// noting a removal that failed (the container then still carries its
+// owner's labels, by which the reaper finds it).
+func (d *Driver) undoCreate(ctx context.Context, s container.Spec, id string, err error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if id == "" {
+		info, ierr := d.api.ContainerInspect(uctx, s.Name)
+		switch {
+		case errdefs.IsNotFound(ierr):
+			return err
+		case ierr != nil:
+			return fmt.Errorf("%w (and looking for a container %s it may have made failed: %v)", err, s.Name, translate(ierr, ""))
+		case !madeFrom(info, s):
+			return err
+		}
+		id = info.ID
+	}
+	if rerr := d.api.ContainerRemove(uctx, id, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !errdefs.IsNotFound(rerr) {
+		return fmt.Errorf("%w (and removing container %s it made failed: %v)", err, id, translate(rerr, ""))
+	}
+	return err
+}
+
+// madeFrom says whether the container info describes is one a create of s
+// made: its name (the daemon also finds a container by an id prefix), its
+// image and every label of s. The owner label names this process and the
+// name is unique to the run, so another's container under the name fails
+// the test.
+func madeFrom(info dcontainer.InspectResponse, s container.Spec) bool {
+	if info.ContainerJSONBase == nil || info.Name != "/"+s.Name || info.Config == nil || info.Config.Image != s.Image {
+		return false
+	}
+	for k, v := range s.Labels {
+		if got, ok := info.Config.Labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 // StartAttached implements container.OutputAttacher: it attaches to the
