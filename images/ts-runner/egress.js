@@ -4,7 +4,9 @@
 // tunnels travel to the host as streams in the bridge connection
 // (portproto: open / opened / data / ack / close). The host decides every
 // connection; this end only moves bytes, keeping at most `window` bytes of
-// a stream unacknowledged (it pauses the program's socket until an ack).
+// a stream unacknowledged: it reads from the program's socket only what
+// the window has room for (the socket's buffer, then the kernel's, holds
+// the rest until an ack makes room).
 //
 // HTTP_PROXY / HTTPS_PROXY (and lower case) point at the proxy, and, since
 // Node 20's fetch ignores them, undici's ProxyAgent (Debian's node-undici)
@@ -92,13 +94,26 @@ class Egress {
     if (!st.hostClosed) this.send({ type: 'close', stream: st.id });
   }
 
-  sendData(st, buf) {
-    for (let off = 0; off < buf.length; off += this.chunk) {
-      const piece = buf.subarray(off, off + this.chunk);
-      st.unacked += piece.length;
-      this.send({ type: 'data', stream: st.id, data: piece.toString('base64') });
+  // pump sends what the program wrote, as much as the window has room
+  // for, and leaves the rest in the socket: the socket is in paused mode
+  // ('readable'), so nothing is read that is not sent. Called on
+  // 'readable' and on each ack.
+  pump(st) {
+    while (!st.localClosed && !st.hostClosed) {
+      const room = this.window - st.unacked;
+      if (room <= 0) return;
+      let buf = st.sock.read();
+      if (buf === null) return; // drained: 'readable' comes with more
+      if (buf.length > room) {
+        st.sock.unshift(buf.subarray(room));
+        buf = buf.subarray(0, room);
+      }
+      for (let off = 0; off < buf.length; off += this.chunk) {
+        const piece = buf.subarray(off, off + this.chunk);
+        st.unacked += piece.length;
+        this.send({ type: 'data', stream: st.id, data: piece.toString('base64') });
+      }
     }
-    if (st.unacked >= this.window) st.sock.pause();
   }
 
   // onFrame handles an egress frame from the host.
@@ -118,18 +133,19 @@ class Egress {
           return reply(st.sock, 403, msg.message || 'egress refused');
         }
         st.sock.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-        if (st.rest.length > 0) this.sendData(st, st.rest);
+        // What came with the head goes first, under the window like the rest.
+        if (st.rest.length > 0) st.sock.unshift(st.rest);
         st.rest = null;
-        st.sock.on('data', (chunk) => this.sendData(st, chunk));
+        st.sock.on('readable', () => this.pump(st));
         st.sock.on('end', () => st.sock.end());
-        if (st.unacked < this.window) st.sock.resume();
+        this.pump(st);
         return;
       case 'data':
         st.sock.write(Buffer.from(msg.data, 'base64'));
         return;
       case 'ack':
         st.unacked = Math.max(0, st.unacked - msg.bytes);
-        if (st.unacked < this.window) st.sock.resume();
+        this.pump(st);
         return;
       case 'close':
         st.hostClosed = true;

@@ -3,7 +3,8 @@
 travel to the host as streams in the bridge connection (portproto: open /
 opened / data / ack / close). The host decides every connection; this end
 only moves bytes, keeping at most ``window`` bytes of a stream
-unacknowledged.
+unacknowledged: it reads from the program's socket only what the window
+has room for (the kernel's buffer holds the rest until an ack makes room).
 
 HTTP_PROXY / HTTPS_PROXY (and lower case) point at the proxy, which
 urllib honours. With an extra CA, SSL_CERT_FILE points at a bundle in /tmp
@@ -120,21 +121,34 @@ class Egress:
                 return _reply(sock, 403, st.message or "egress refused")
             sock.sendall(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             threading.Thread(target=self._write_local, args=(st,), name="dsh-egress-write", daemon=True).start()
-            if rest:
-                self._send_data(st, rest)
+            # What came with the head goes first, under the window like
+            # the rest.
+            while rest:
+                room = self._room(st)
+                if not room:
+                    break
+                self._send_data(st, rest[:room])
+                rest = rest[room:]
             while True:
-                with st.cond:
-                    while st.unacked >= self.window and not st.host_closed:
-                        st.cond.wait()
-                    if st.host_closed:
-                        break
-                b = sock.recv(self.chunk)
+                room = self._room(st)
+                if not room:
+                    break
+                b = sock.recv(min(room, self.chunk))
                 if not b:
                     break
                 self._send_data(st, b)
         except OSError:
             pass
         self._local_close(st if "st" in locals() else None)
+
+    def _room(self, st):
+        """Waits until the stream's window has room; returns how much (0:
+        the host closed the stream). Only this connection's thread adds to
+        unacked, so the room lasts until it sends."""
+        with st.cond:
+            while st.unacked >= self.window and not st.host_closed:
+                st.cond.wait()
+            return 0 if st.host_closed else self.window - st.unacked
 
     def _send_data(self, st, b):
         for off in range(0, len(b), self.chunk):

@@ -4,6 +4,8 @@ child process and drives it through the protocol. Every frame the runner
 sends is checked with the strict decoder (direction runner-to-host). Run
 from images/py-runner: python3 -m unittest discover -s test -v"""
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -47,9 +49,12 @@ class Outcome:
         self.stderr = self.stdout = ""
 
 
-def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_hello=None, run_delay=0.0, socket_path=None, timeout=60):
+def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_hello=None, run_delay=0.0, socket_path=None, timeout=60,
+         egress=None, on_egress=None):
     """Run one program under a fake host; returns an Outcome. on_hello(conn)
-    takes over after hello: it sends the run frame and answers calls."""
+    takes over after hello: it sends the run frame and answers calls.
+    egress is the run frame's; on_egress(msg, conn) sees the runner's open,
+    data and close frames."""
     tmp = tempfile.mkdtemp(prefix="dsh-py-")
     sock = os.path.join(tmp, "bridge.sock")
     out = Outcome()
@@ -77,7 +82,7 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
                     conn.send(json.dumps({
                         "type": "run", "version": 1, "program": program,
                         "bindings": bindings if bindings is not None else [{"global": "tools", "functions": TOOLS}],
-                        "limits": limits,
+                        "limits": limits, **({"egress": egress} if egress is not None else {}),
                     }))
                 elif msg["type"] == "call":
                     call = json.loads(data)
@@ -90,6 +95,8 @@ def host(program="return 1", *, bindings=None, limits=LIMITS, on_call=None, on_h
                     out.done = json.loads(data)
                     # The runner's own timings vary run to run: kept apart.
                     out.timings = out.done.pop("timings", None)
+                elif on_egress:
+                    on_egress(json.loads(data), conn)
         except ConnectionClosed:
             pass
 
@@ -585,6 +592,67 @@ class RunnerTest(unittest.TestCase):
                 self.assertRegex(out.stderr, r"^dsh-py-runner/1: protocol violation: .+\n$")
                 self.assertIn(reason, out.stderr)
                 self.assertIsNone(out.done)
+
+    def test_egress_keeps_to_the_window(self):
+        """Unacknowledged bytes never exceed the window, and the upload
+        arrives whole. The host acknowledges nothing until the runner has
+        the whole window unacknowledged (the first pause: exactly WINDOW
+        bytes received), then only ACK bytes at a time: each time, the
+        runner may send that much and no more. WINDOW is no multiple of a
+        read or a frame's piece. The runner checked for room before a recv
+        of up to 64 KiB, so it went up to 64 KiB past the window."""
+        window, ack, n = 100000, 7777, 300000
+        sink = {"bytes": 0, "unacked": 0, "first_pause": 0, "acks": 0, "over": [], "pieces": []}
+
+        def on_egress(msg, conn):
+            if msg["type"] == "open":
+                conn.send(json.dumps({"type": "opened", "stream": msg["stream"], "ok": True, "message": ""}))
+            elif msg["type"] == "data":
+                b = base64.b64decode(msg["data"])
+                sink["pieces"].append(b)
+                sink["bytes"] += len(b)
+                sink["unacked"] += len(b)
+                if sink["unacked"] > window:
+                    sink["over"].append(f"{sink['unacked']} bytes unacknowledged after {sink['bytes']} received")
+                if sink["bytes"] == n:
+                    digest = hashlib.sha256(b"".join(sink["pieces"])).hexdigest()
+                    text = f"received {n} sha256 {digest}\n".encode()
+                    conn.send(json.dumps({"type": "data", "stream": msg["stream"], "data": base64.b64encode(text).decode()}))
+                    conn.send(json.dumps({"type": "close", "stream": msg["stream"]}))
+                elif sink["unacked"] >= window:
+                    if sink["acks"] == 0:
+                        sink["first_pause"] = sink["bytes"]
+                    sink["acks"] += 1
+                    # Back to ACK bytes of room (exactly ACK when the
+                    # runner kept to the window).
+                    k = sink["unacked"] - window + ack
+                    sink["unacked"] -= k
+                    conn.send(json.dumps({"type": "ack", "stream": msg["stream"], "bytes": k}))
+
+        program = "\n".join([
+            "import hashlib, os, socket",
+            "from urllib.parse import urlparse",
+            f"payload = bytes((i * 7 + (i >> 8)) & 255 for i in range({n}))",
+            "u = urlparse(os.environ['HTTPS_PROXY'])",
+            "s = socket.create_connection((u.hostname, u.port))",
+            # The head and the payload in one write: the proxy holds what
+            # came with the head until the tunnel opens, and counts it too.
+            "s.sendall(b'CONNECT upload.test:443 HTTP/1.1\\r\\n\\r\\n' + payload)",
+            "got = b''",
+            "while True:",
+            "    b = s.recv(65536)",
+            "    if not b:",
+            "        break",
+            "    got += b",
+            "s.close()",
+            "return {'got': got.decode('latin-1'), 'sha256': hashlib.sha256(payload).hexdigest()}",
+        ])
+        out = host(program, egress={"window": window}, on_egress=on_egress)
+        done = self.ok(out)
+        self.assertEqual(sink["over"], [], f"the runner exceeded the {window}-byte window")
+        self.assertEqual(sink["first_pause"], window, "bytes received before the runner paused")
+        self.assertGreaterEqual(sink["acks"], (n - window) // ack)
+        self.assertEqual(done["value"]["got"], f"HTTP/1.1 200 Connection Established\r\n\r\nreceived {n} sha256 {done['value']['sha256']}\n")
 
     def test_host_going_away_and_no_socket(self):
         def close_later(conn):

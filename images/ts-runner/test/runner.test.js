@@ -55,7 +55,8 @@ function defaultOnCall(call, reply) {
  * runner sent. Options: body (wrapped) or program, sourceMap, bindings,
  * limits, onCall(call, reply, ctx), runDelayMs, onHello(ws) (take over
  * after hello: send the run frame and answer calls yourself), socket,
- * timeoutMs.
+ * timeoutMs, egress (the run frame's) with onEgress(msg, ws) (the
+ * runner's open, data and close frames).
  */
 async function host(opts) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'dsh-ts-'));
@@ -85,6 +86,7 @@ async function host(opts) {
         const run = JSON.stringify({
           type: 'run', version: 1, program: opts.program ?? wrap(opts.body),
           ...(opts.sourceMap && { sourceMap: opts.sourceMap }),
+          ...(opts.egress && { egress: opts.egress }),
           bindings: opts.bindings || [{ global: 'tools', functions: TOOLS }],
           limits,
         });
@@ -100,6 +102,8 @@ async function host(opts) {
         // The runner's own timings vary run to run: kept apart.
         out.timings = out.done.timings;
         delete out.done.timings;
+      } else if (opts.onEgress) {
+        opts.onEgress(JSON.parse(text), ws);
       }
     });
   });
@@ -679,6 +683,71 @@ describe('runner', { concurrency: 4 }, () => {
     assert.equal(out.done, null);
     assert.equal(early.exitCode, 0);
     assert.equal(early.stderr, '');
+  });
+
+  test('egress: unacknowledged bytes never exceed the window, the upload arrives whole', async () => {
+    // The host acknowledges nothing until the runner has the whole window
+    // unacknowledged (the first pause: exactly WINDOW bytes received), then
+    // only ACK bytes at a time: each time, the runner may send that much and
+    // no more. WINDOW is no multiple of a read or a frame's piece. The
+    // runner sent what it had read and paused after (up to a 64 KiB read
+    // past the window), and after a small ack resumed the socket and sent a
+    // whole read again.
+    const WINDOW = 100000;
+    const ACK = 7777;
+    const N = 300000;
+    const sink = { bytes: 0, unacked: 0, firstPause: 0, acks: 0, over: [], pieces: [] };
+    const onEgress = (msg, ws) => {
+      if (msg.type === 'open') {
+        ws.send(JSON.stringify({ type: 'opened', stream: msg.stream, ok: true, message: '' }));
+      } else if (msg.type === 'data') {
+        const b = Buffer.from(msg.data, 'base64');
+        sink.pieces.push(b);
+        sink.bytes += b.length;
+        sink.unacked += b.length;
+        if (sink.unacked > WINDOW) sink.over.push(`${sink.unacked} bytes unacknowledged after ${sink.bytes} received`);
+        if (sink.bytes === N) {
+          const sum = require('node:crypto').createHash('sha256').update(Buffer.concat(sink.pieces)).digest('hex');
+          ws.send(JSON.stringify({ type: 'data', stream: msg.stream, data: Buffer.from(`received ${N} sha256 ${sum}\n`).toString('base64') }));
+          ws.send(JSON.stringify({ type: 'close', stream: msg.stream }));
+        } else if (sink.unacked >= WINDOW) {
+          if (sink.acks === 0) sink.firstPause = sink.bytes;
+          sink.acks++;
+          // Back to ACK bytes of room (exactly ACK when the runner kept
+          // to the window).
+          const n = sink.unacked - WINDOW + ACK;
+          sink.unacked -= n;
+          ws.send(JSON.stringify({ type: 'ack', stream: msg.stream, bytes: n }));
+        }
+      }
+    };
+    const out = await host({
+      egress: { window: WINDOW },
+      onEgress,
+      body: [
+        'const net = await import("node:net");',
+        'const { createHash } = await import("node:crypto");',
+        `const payload = Buffer.alloc(${N});`,
+        'for (let i = 0; i < payload.length; i++) payload[i] = (i * 7 + (i >> 8)) & 255;',
+        'const u = new URL(process.env.HTTPS_PROXY);',
+        'const sock = net.connect(Number(u.port), u.hostname);',
+        'let got = "";',
+        'await new Promise((resolve, reject) => {',
+        '  sock.on("data", (d) => { got += d.toString("latin1"); });',
+        '  sock.on("error", reject);',
+        '  sock.on("close", resolve);',
+        // The head and the payload in one write: the proxy holds what came
+        // with the head until the tunnel opens, and counts it too.
+        '  sock.write(Buffer.concat([Buffer.from("CONNECT upload.test:443 HTTP/1.1\\r\\n\\r\\n"), payload]));',
+        '});',
+        'return { got, sha256: createHash("sha256").update(payload).digest("hex") };',
+      ].join('\n'),
+    });
+    const done = ok(out);
+    assert.deepEqual(sink.over, [], `the runner exceeded the ${WINDOW}-byte window`);
+    assert.equal(sink.firstPause, WINDOW, 'bytes received before the runner paused');
+    assert.ok(sink.acks >= Math.floor((N - WINDOW) / ACK), `${sink.acks} acks`);
+    assert.equal(done.value.got, `HTTP/1.1 200 Connection Established\r\n\r\nreceived ${N} sha256 ${done.value.sha256}\n`);
   });
 
   test('no socket: exit 70 with one line on stderr', async () => {
