@@ -666,8 +666,15 @@ func TestUpstreamReconnectIsSpaced(t *testing.T) {
 }
 
 // tools/list_changed notifications, however many, relist at most once a
-// second.
+// second (minRelistInterval), and the last change is listed. The flood is
+// counted, not timed: each tool added waits for its notification to be
+// sent, so there are exactly floodTools of them however slow the machine,
+// and the bound on the listings is the time the flood and the last
+// listing took, measured: every relisting starts at least a second after
+// the previous one, all of them after the flood began and before the last
+// tool was seen in the toolset.
 func TestUpstreamRelistIsSpaced(t *testing.T) {
+	const floodTools = 100
 	srv := testServer("http")
 	var lists atomic.Int32
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -678,24 +685,64 @@ func TestUpstreamRelistIsSpaced(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
+	notified := make(chan struct{}, floodTools)
+	srv.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "notifications/tools/list_changed" {
+				notified <- struct{}{}
+			}
+			return res, err
+		}
+	})
 	ts := httpServer(t, srv)
 	s, _ := openToolset(t, map[string]MCPServer{"remote": {Type: TransportHTTP, URL: ts.URL}})
+	changed := make(chan struct{}, 1)
+	defer s.Subscribe(func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	})()
+	hasAll := func() bool {
+		n := 0
+		for _, tool := range s.Tools() {
+			if strings.HasPrefix(tool.Name, "remote__flood") {
+				n++
+			}
+		}
+		return n == floodTools
+	}
+	// Liveness only: the last relisting is due about a second after the
+	// flood; a toolset that never lists the last change fails here.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
 	before := lists.Load()
 	start := time.Now()
-	for i := 0; time.Since(start) < 2*time.Second; i++ {
+	for i := range floodTools {
 		mcp.AddTool(srv, &mcp.Tool{Name: fmt.Sprintf("flood%d", i)}, func(context.Context, *mcp.CallToolRequest, any) (*mcp.CallToolResult, any, error) {
 			return nil, nil, nil
 		})
-		time.Sleep(15 * time.Millisecond) // past the go-sdk's 10 ms debounce
+		select { // the go-sdk's 10 ms debounce sends it, then the next change
+		case <-notified:
+		case <-ctx.Done():
+			t.Fatalf("notification %d of %d was never sent", i+1, floodTools)
+		}
 	}
-	time.Sleep(1500 * time.Millisecond)
-	n := lists.Load() - before
-	t.Logf("%d listings for about 100 notifications in 2 s", n)
-	if n < 1 || n > 5 {
-		t.Errorf("%d listings", n)
+	flood := time.Since(start)
+	for !hasAll() {
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("the toolset has %d tools, not the flood's last change, after %v", len(s.Tools()), time.Since(start))
+		}
 	}
-	if got := len(s.Tools()); got < 90 {
-		t.Errorf("the toolset has %d tools after the flood", got)
+	n := int(lists.Load() - before) // each of them began before took ends
+	took := time.Since(start)
+	bound := int(took/minRelistInterval) + 1
+	t.Logf("%d listings for %d notifications in %v; all tools listed after %v (at most %d listings spaced by %v)", n, floodTools, flood, took, bound, minRelistInterval)
+	if n < 1 || n > bound {
+		t.Errorf("%d listings in %v: want 1 to %d, one per %v at most", n, took, bound, minRelistInterval)
 	}
 }
 
