@@ -209,11 +209,25 @@ func EnsureBase(ctx context.Context, cli client.APIClient, b Base, progress io.W
 	return nil
 }
 
-// Build builds im on base unless the daemon already has its tag (built on
-// whatever base). It returns the tag.
 // labelPrefix is the project's reserved label prefix (container.LabelPrefix).
 const labelPrefix = "dsh-container.io/"
 
+// Build builds im on base unless the daemon already has its tag (built on
+// whatever base) and that image passes the root filesystem check
+// (CheckImage). It returns the tag.
+//
+// Nothing is built on an unchecked root filesystem, and nothing unchecked
+// is left under the tag the runtime looks for:
+//
+//   - an image already under the tag is checked too: the tag is a hash of
+//     the build inputs, not a record of a check (a binary older than the
+//     check built it, or another image was tagged so); one refused is
+//     removed from under the tag and built again;
+//   - the base is pulled first when the daemon lacks it, checked before
+//     any build step runs on it (each RUN step is a container of it), and
+//     built on by its image ID, so the build uses the image checked even
+//     if the name moves meanwhile;
+//   - the image built is checked before it is left under its tag.
 func Build(ctx context.Context, cli client.APIClient, im Image, base string, progress io.Writer) (string, error) {
 	tag := im.Tag()
 	ok, err := Exists(ctx, cli, tag)
@@ -221,28 +235,29 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 		return "", err
 	}
 	if ok {
-		fmt.Fprintf(progress, "%s is up to date\n", tag)
-		return tag, nil
-	}
-	// Nothing runs on a base before its root filesystem passes the
-	// check: the build's RUN steps are containers of it. A base the
-	// daemon does not have yet (one the build pulls) is checked with the
-	// result.
-	if base != "" {
-		if present, err := Exists(ctx, cli, base); err != nil {
-			return "", err
-		} else if present {
-			if err := CheckImage(ctx, cli, base); err != nil {
-				return "", fmt.Errorf("the base: %w", err)
-			}
+		err := CheckImage(ctx, cli, tag)
+		if err == nil {
+			fmt.Fprintf(progress, "%s is up to date\n", tag)
+			return tag, nil
 		}
+		if !errdefs.IsInvalidArgument(err) {
+			return "", err
+		}
+		fmt.Fprintf(progress, "%s is refused, removing it and building it again: %v\n", tag, err)
+		if _, err := cli.ImageRemove(ctx, tag, dimage.RemoveOptions{PruneChildren: true}); err != nil && !errdefs.IsNotFound(err) {
+			return "", fmt.Errorf("removing the refused %s: %w", tag, err)
+		}
+	}
+	baseID, err := checkedBase(ctx, cli, base, progress)
+	if err != nil {
+		return "", err
 	}
 	fmt.Fprintf(progress, "building %s...\n", tag)
 	buildCtx, err := im.context()
 	if err != nil {
 		return "", err
 	}
-	buildArgs := map[string]*string{"BASE": &base}
+	buildArgs := map[string]*string{"BASE": &baseID}
 	for k, v := range im.contract() {
 		buildArgs[k] = &v
 	}
@@ -269,6 +284,40 @@ func Build(ctx context.Context, cli client.APIClient, im Image, base string, pro
 		return "", err
 	}
 	return tag, nil
+}
+
+// checkedBase returns the image ID of base once its root filesystem passed
+// the check, pulling it first when the daemon lacks it: the build then
+// names the base by that ID (the legacy builder takes an ID in FROM), so
+// what it builds on is what was checked.
+func checkedBase(ctx context.Context, cli client.APIClient, base string, progress io.Writer) (string, error) {
+	if base == "" {
+		return "", fmt.Errorf("%w: no base image to build on", errdefs.ErrInvalidArgument)
+	}
+	info, err := cli.ImageInspect(ctx, base)
+	if errdefs.IsNotFound(err) {
+		fmt.Fprintf(progress, "pulling the base %s...\n", base)
+		rc, perr := cli.ImagePull(ctx, base, dimage.PullOptions{})
+		if perr != nil {
+			return "", fmt.Errorf("pulling the base %s: %w", base, perr)
+		}
+		perr = jsonmessage.DisplayJSONMessagesStream(rc, prefixWriter{progress, "  "}, 0, false, nil)
+		rc.Close()
+		if perr != nil {
+			return "", fmt.Errorf("pulling the base %s: %w", base, perr)
+		}
+		info, err = cli.ImageInspect(ctx, base)
+	}
+	if err != nil {
+		return "", fmt.Errorf("the base %s: %w", base, err)
+	}
+	if info.ID == "" {
+		return "", fmt.Errorf("the base %s: the daemon gave no image ID", base)
+	}
+	if err := CheckImage(ctx, cli, info.ID); err != nil {
+		return "", fmt.Errorf("the base %s: %w", base, err)
+	}
+	return info.ID, nil
 }
 
 // context tars the image's embedded build inputs.

@@ -212,33 +212,61 @@ func savedImage(layers ...[]byte) []byte {
 }
 
 // buildAPI fakes what Build asks of the daemon: the images it has (each
-// saved as its layers), the build, the removal.
+// saved as its layers, found by name or by its ID, "id:" and the name it
+// was first stored under), what a pull finds in the registry, the build,
+// the removal; calls records the calls in order.
 type buildAPI struct {
 	client.APIClient // nil: any other call panics
 	images           map[string][][]byte
+	registry         map[string][][]byte
 	built, removed   []string
 	buildLayers      [][]byte
+	buildArgs        []string // each build's BASE
+	calls            []string
+}
+
+func (a *buildAPI) layers(ref string) ([][]byte, bool) {
+	l, found := a.images[strings.TrimPrefix(ref, "id:")]
+	return l, found
 }
 
 func (a *buildAPI) ImageInspect(_ context.Context, ref string, _ ...client.ImageInspectOption) (dimage.InspectResponse, error) {
-	if _, found := a.images[ref]; !found {
+	a.calls = append(a.calls, "inspect "+ref)
+	if _, found := a.layers(ref); !found {
 		return dimage.InspectResponse{}, errdefs.ErrNotFound
 	}
-	return dimage.InspectResponse{ID: ref}, nil
+	return dimage.InspectResponse{ID: "id:" + strings.TrimPrefix(ref, "id:")}, nil
+}
+
+func (a *buildAPI) ImagePull(_ context.Context, ref string, _ dimage.PullOptions) (io.ReadCloser, error) {
+	a.calls = append(a.calls, "pull "+ref)
+	l, found := a.registry[ref]
+	if !found {
+		return nil, errdefs.ErrNotFound
+	}
+	a.images[ref] = l
+	return io.NopCloser(strings.NewReader(`{"status":"pulled"}`)), nil
 }
 
 func (a *buildAPI) ImageSave(_ context.Context, refs []string, _ ...client.ImageSaveOption) (io.ReadCloser, error) {
-	return io.NopCloser(bytes.NewReader(savedImage(a.images[refs[0]]...))), nil
+	a.calls = append(a.calls, "save "+refs[0])
+	l, _ := a.layers(refs[0])
+	return io.NopCloser(bytes.NewReader(savedImage(l...))), nil
 }
 
 func (a *buildAPI) ImageBuild(_ context.Context, _ io.Reader, o dbuild.ImageBuildOptions) (dbuild.ImageBuildResponse, error) {
 	tag := o.Tags[0]
+	a.calls = append(a.calls, "build "+tag)
 	a.built = append(a.built, tag)
-	a.images[tag] = append(slices.Clone(a.images[*o.BuildArgs["BASE"]]), a.buildLayers...)
+	base := *o.BuildArgs["BASE"]
+	a.buildArgs = append(a.buildArgs, base)
+	l, _ := a.layers(base)
+	a.images[tag] = append(slices.Clone(l), a.buildLayers...)
 	return dbuild.ImageBuildResponse{Body: io.NopCloser(strings.NewReader(`{"stream":"built\n"}`))}, nil
 }
 
 func (a *buildAPI) ImageRemove(_ context.Context, ref string, _ dimage.RemoveOptions) ([]dimage.DeleteResponse, error) {
+	a.calls = append(a.calls, "remove "+ref)
 	a.removed = append(a.removed, ref)
 	delete(a.images, ref)
 	return nil, nil
@@ -253,7 +281,7 @@ func TestBuildChecksTheRootfs(t *testing.T) {
 	bad := layer(t, dir("etc/"), symlink("dev", "/run/host"))
 
 	api := &buildAPI{images: map[string][][]byte{"base:bad": {good, bad}}}
-	if _, err := Build(ctx, api, im, "base:bad", io.Discard); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "the base: image base:bad") || !strings.Contains(err.Error(), "/dev is a symbolic link") {
+	if _, err := Build(ctx, api, im, "base:bad", io.Discard); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "the base base:bad: image id:base:bad") || !strings.Contains(err.Error(), "/dev is a symbolic link") {
 		t.Fatalf("a bad base: %v", err)
 	}
 	if len(api.built) != 0 {
@@ -271,16 +299,80 @@ func TestBuildChecksTheRootfs(t *testing.T) {
 	}
 
 	// A good base and build: the tag stays. The base's second layer
-	// mends its first: the layers apply in the manifest's order.
+	// mends its first: the layers apply in the manifest's order. The
+	// build names the base by the ID that was checked.
 	fixed := layer(t, file(".wh.dev"), dir("dev/"))
 	api = &buildAPI{images: map[string][][]byte{"base:good": {good, bad, fixed}}, buildLayers: [][]byte{layer(t, file("opt/x"))}}
 	if tag, err := Build(ctx, api, im, "base:good", io.Discard); err != nil || tag != im.Tag() || len(api.removed) != 0 {
 		t.Fatalf("a good build: %q, %v, removed %v", tag, err, api.removed)
 	}
-	// A base the daemon lacks (one the build pulls) is checked with the
-	// result.
-	api = &buildAPI{images: map[string][][]byte{}, buildLayers: [][]byte{bad}}
-	if _, err := Build(ctx, api, im, "registry.example/base:1", io.Discard); !errdefs.IsInvalidArgument(err) || !slices.Equal(api.removed, []string{im.Tag()}) {
-		t.Fatalf("a pulled base: %v, removed %v", err, api.removed)
+	if !slices.Equal(api.buildArgs, []string{"id:base:good"}) {
+		t.Fatalf("built on %q, want the checked ID", api.buildArgs)
+	}
+}
+
+// A base the daemon lacks is pulled, then checked before the build: a bad
+// one never has a build step run on it.
+func TestBuildChecksAPulledBaseFirst(t *testing.T) {
+	ctx := context.Background()
+	im := Runners[0]
+	good := layer(t, debianDev()...)
+	bad := layer(t, dir("etc/"), symlink("dev", "/run/host"))
+	const ref = "registry.example/base:1"
+
+	api := &buildAPI{images: map[string][][]byte{}, registry: map[string][][]byte{ref: {good, bad}}}
+	_, err := Build(ctx, api, im, ref, io.Discard)
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "the base "+ref) || !strings.Contains(err.Error(), "/dev is a symbolic link to /run/host") {
+		t.Fatalf("a pulled bad base: %v", err)
+	}
+	if len(api.built) != 0 {
+		t.Fatalf("built %v on a refused base (calls %q)", api.built, api.calls)
+	}
+	want := []string{"inspect " + im.Tag(), "inspect " + ref, "pull " + ref, "inspect " + ref, "save id:" + ref}
+	if !slices.Equal(api.calls, want) {
+		t.Fatalf("calls %q, want %q", api.calls, want)
+	}
+
+	api = &buildAPI{images: map[string][][]byte{}, registry: map[string][][]byte{ref: {good}}}
+	if tag, err := Build(ctx, api, im, ref, io.Discard); err != nil || tag != im.Tag() || !slices.Equal(api.buildArgs, []string{"id:" + ref}) {
+		t.Fatalf("a pulled good base: %q, %v, built on %q (calls %q)", tag, err, api.buildArgs, api.calls)
+	}
+	// A base no registry has fails before any build.
+	api = &buildAPI{images: map[string][][]byte{}, registry: map[string][][]byte{}}
+	if _, err := Build(ctx, api, im, ref, io.Discard); !errdefs.IsNotFound(err) || len(api.built) != 0 {
+		t.Fatalf("a missing base: %v, built %v", err, api.built)
+	}
+}
+
+// An image already under the runtime's tag is checked too (the tag is a
+// hash of the build inputs, not a record of a check): a good one is left
+// as it is, a refused one is removed from under the tag and built again.
+func TestBuildChecksAnImageUpToDate(t *testing.T) {
+	ctx := context.Background()
+	im := Runners[1]
+	good := layer(t, debianDev()...)
+	bad := layer(t, dir("etc/"), symlink("dev", "/run/host"))
+
+	api := &buildAPI{images: map[string][][]byte{im.Tag(): {good}, "base:good": {good}}}
+	var out bytes.Buffer
+	if tag, err := Build(ctx, api, im, "base:good", &out); err != nil || tag != im.Tag() || len(api.built) != 0 || !strings.Contains(out.String(), "is up to date") {
+		t.Fatalf("a good image up to date: %q, %v, built %v, %q", tag, err, api.built, out.String())
+	}
+	if !slices.Contains(api.calls, "save "+im.Tag()) {
+		t.Fatalf("the image up to date was not checked: calls %q", api.calls)
+	}
+
+	api = &buildAPI{images: map[string][][]byte{im.Tag(): {good, bad}, "base:good": {good}}, buildLayers: [][]byte{layer(t, file("opt/x"))}}
+	out.Reset()
+	tag, err := Build(ctx, api, im, "base:good", &out)
+	if err != nil || tag != im.Tag() || !slices.Equal(api.removed, []string{im.Tag()}) || !slices.Equal(api.built, []string{im.Tag()}) {
+		t.Fatalf("a refused image up to date: %q, %v, removed %v, built %v", tag, err, api.removed, api.built)
+	}
+	if !strings.Contains(out.String(), "is refused, removing it and building it again") || !strings.Contains(out.String(), "/dev is a symbolic link to /run/host") {
+		t.Errorf("progress %q", out.String())
+	}
+	// What is under the tag now is the build, which passes.
+	if err := CheckImage(ctx, api, im.Tag()); err != nil {
+		t.Fatal(err)
 	}
 }
