@@ -95,25 +95,33 @@ func upstreamInitMain() int {
 				_ = syscall.Kill(-server, sig.(syscall.Signal))
 				continue
 			}
-			for {
-				var ws syscall.WaitStatus
-				pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-				if err == syscall.EINTR {
-					continue
+			if ws, ok := reap(server); ok {
+				if ws.Signaled() {
+					say("signal %d", int(ws.Signal()))
+				} else {
+					say("exit %d", ws.ExitStatus())
 				}
-				if pid <= 0 || err != nil {
-					break
-				}
-				if pid == server {
-					if ws.Signaled() {
-						say("signal %d", int(ws.Signal()))
-					} else {
-						say("exit %d", ws.ExitStatus())
-					}
-					endTree(ns, server)
-					return 0
-				}
+				endTree(ns, server)
+				return 0
 			}
+		}
+	}
+}
+
+// reap collects every exited child without blocking and returns the wait
+// status of want (a pid; 0 for none) when it was among them.
+func reap(want int) (status syscall.WaitStatus, found bool) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if pid <= 0 || err != nil {
+			return status, found
+		}
+		if want != 0 && pid == want {
+			status, found = ws, true
 		}
 	}
 }
@@ -134,16 +142,7 @@ func endTree(ns bool, server int) {
 		for _, pid := range kids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
-				continue
-			}
-			if pid <= 0 || err != nil {
-				break
-			}
-		}
+		reap(0)
 		time.Sleep(time.Millisecond)
 	}
 }
