@@ -11,63 +11,6 @@ import (
 	"testing"
 )
 
-// rule is one row of DESIGN.md's layout table.
-type rule struct {
-	// own lists the packages of ours (module-relative) it may import;
-	// what they may import comes with them. "*" is everything.
-	own []string
-	// thirdParty, when not nil, lists the only third-party import path
-	// prefixes it may depend on (empty: the standard library only). nil
-	// leaves third-party imports to the table's prose and the client rules.
-	thirdParty []string
-}
-
-var stdlibOnly = []string{}
-
-// rules is DESIGN.md's layout table for the packages that exist, plus the
-// subpackages it implies (seccomp and the runner contract belong to the
-// container runtime, registrytest to the registry) and our test helpers. A package missing
-// here fails the test: add its row to DESIGN.md and here.
-var rules = map[string]rule{
-	"backend":                         {thirdParty: stdlibOnly},
-	"backend/container":               {own: []string{"backend", "portproto", "backend/container/seccomp", "backend/container/runner", "backend/container/egress"}},
-	"backend/container/egress":        {thirdParty: stdlibOnly},
-	"backend/container/seccomp":       {},
-	"backend/container/runner":        {thirdParty: stdlibOnly},
-	"backend/container/containertest": {own: []string{"backend", "backend/container", "backend/container/seccomp"}},
-	"backend/container/docker":        {own: []string{"backend/container"}},
-	"backend/container/containerd":    {own: []string{"backend/container"}},
-	"portproto":                       {thirdParty: []string{"github.com/gorilla/websocket"}},
-	"sdkgen":                          {thirdParty: stdlibOnly},
-	"registry":                        {own: []string{"backend", "sdkgen"}},
-	"registry/registrytest":           {own: []string{"registry"}},
-	"manifest":                        {own: []string{"registry"}},
-	"mcp":                             {own: []string{"registry"}},
-	"policy":                          {own: []string{"registry"}},
-	"server":                          {own: []string{"registry", "backend"}},
-	"client":                          {thirdParty: []string{"github.com/gorilla/websocket"}},
-	"images":                          {own: []string{"backend", "backend/container/runner"}},
-	"bench":                           {own: []string{"*"}},
-	"cmd/dsh-container":               {own: []string{"*"}},
-	"e2e":                             {own: []string{"*"}},
-	"internal/testenv":                {thirdParty: stdlibOnly},
-	"deploy/kubernetes":               {thirdParty: []string{"k8s.io/", "sigs.k8s.io/"}},
-	"internal/layering":               {thirdParty: stdlibOnly},
-	"telemetry":                       {own: []string{"backend"}},
-}
-
-// clients are the container engines' client libraries and the packages
-// that may reach them: the driver for that engine, and (for Docker) the
-// Docker-only image build, plus the CLI, the benchmarks and e2e.
-var clients = []struct {
-	name     string
-	prefixes []string
-	allowed  []string
-}{
-	{"the Docker client", []string{"github.com/docker/docker/", "github.com/moby/moby/"}, []string{"backend/container/docker", "images", "bench", "cmd/dsh-container", "e2e"}},
-	{"the containerd client", []string{"github.com/containerd/containerd/"}, []string{"backend/container/containerd", "bench", "cmd/dsh-container", "e2e"}},
-}
-
 // pkg is what `go list` says of one of our packages; paths of ours are
 // module-relative.
 type pkg struct {
@@ -76,8 +19,8 @@ type pkg struct {
 	deps    []string // transitive, all
 }
 
-// check returns every way pkgs break the rules.
-func check(module string, pkgs []pkg) []string {
+// check returns every way pkgs break the layout's rules.
+func check(module string, l layout, pkgs []pkg) []string {
 	var problems []string
 	ours := func(p string) (string, bool) {
 		if p == module {
@@ -87,12 +30,12 @@ func check(module string, pkgs []pkg) []string {
 		return rel, ok
 	}
 	for _, p := range pkgs {
-		r, found := rules[p.path]
+		r, found := l.rules[p.path]
 		if !found {
-			problems = append(problems, fmt.Sprintf("%s: not in DESIGN.md's layout table: add its row there and to rules in internal/layering", p.path))
+			problems = append(problems, fmt.Sprintf("%s: not in %s's package table: add its row there (package, role, what it may import)", p.path, docName))
 			continue
 		}
-		allowed := closure(p.path)
+		allowed := closure(l, p.path)
 		for _, d := range p.deps {
 			rel, mine := ours(d)
 			switch {
@@ -101,18 +44,18 @@ func check(module string, pkgs []pkg) []string {
 				if !slices.Contains(p.imports, rel) {
 					why = "depends on it through " + strings.Join(via(p, module+"/"+rel, pkgs), ", ")
 				}
-				problems = append(problems, fmt.Sprintf("%s may not depend on %s (DESIGN.md allows %s); it %s", p.path, rel, list(r.own), why))
+				problems = append(problems, fmt.Sprintf("%s may not depend on %s (%s:%d allows %s); it %s", p.path, rel, docName, r.line, list(r.own), why))
 			case !mine && !isStd(d) && r.thirdParty != nil && !hasPrefix(d, r.thirdParty):
-				problems = append(problems, fmt.Sprintf("%s may not depend on %s (DESIGN.md allows %s)", p.path, d, thirdList(r.thirdParty)))
+				problems = append(problems, fmt.Sprintf("%s may not depend on %s (%s:%d allows %s)", p.path, d, docName, r.line, thirdList(r.thirdParty)))
 			}
 		}
-		for _, c := range clients {
+		for _, c := range l.clients {
 			if slices.Contains(c.allowed, p.path) {
 				continue
 			}
 			for _, d := range p.deps {
 				if hasPrefix(d, c.prefixes) {
-					problems = append(problems, fmt.Sprintf("%s depends on %s (%s): only %s may", p.path, c.name, d, strings.Join(c.allowed, ", ")))
+					problems = append(problems, fmt.Sprintf("%s depends on %s (%s): only %s may (%s:%d)", p.path, c.name, d, strings.Join(c.allowed, ", "), docName, c.line))
 					break
 				}
 			}
@@ -121,13 +64,30 @@ func check(module string, pkgs []pkg) []string {
 	return problems
 }
 
+// stale returns the rows of the package table that name no package of
+// the module: a package renamed or removed must leave the table too.
+func stale(l layout, pkgs []pkg) []string {
+	exists := map[string]bool{}
+	for _, p := range pkgs {
+		exists[p.path] = true
+	}
+	var problems []string
+	for name, r := range l.rules {
+		if !exists[name] {
+			problems = append(problems, fmt.Sprintf("%s:%d: package %s has a row but the module has no such package: remove the row, or fix its path", docName, r.line, name))
+		}
+	}
+	slices.Sort(problems)
+	return problems
+}
+
 // closure is what p may depend on of ours: its own list and, for each
 // entry, what that entry may.
-func closure(p string) map[string]bool {
+func closure(l layout, p string) map[string]bool {
 	seen := map[string]bool{}
 	var walk func(string)
 	walk = func(q string) {
-		for _, o := range rules[q].own {
+		for _, o := range l.rules[q].own {
 			if !seen[o] {
 				seen[o] = true
 				walk(o)
@@ -231,7 +191,7 @@ func goList(t *testing.T) (string, []pkg) {
 		}
 		pkgs = append(pkgs, q)
 	}
-	if len(pkgs) < len(rules)/2 {
+	if len(pkgs) < 10 {
 		t.Fatalf("go list found only %d packages of %s", len(pkgs), module)
 	}
 	return module, pkgs
@@ -245,50 +205,68 @@ func stderr(err error) error {
 	return err
 }
 
-// TestLayering holds the module to DESIGN.md's layering.
+// TestLayering holds the module to docs/ARCHITECTURE.md's package table
+// and engine-client table: every package has a row, every row is a
+// package, and every package depends only on what its row allows.
 func TestLayering(t *testing.T) {
+	l, err := loadLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
 	module, pkgs := goList(t)
-	for _, p := range check(module, pkgs) {
+	for _, p := range check(module, l, pkgs) {
+		t.Error(p)
+	}
+	for _, p := range stale(l, pkgs) {
 		t.Error(p)
 	}
 }
 
-// The check catches each kind of breach (so TestLayering can fail).
+// The check catches each kind of breach of the document's tables (so
+// TestLayering can fail), and passes what they allow.
 func TestLayeringCatches(t *testing.T) {
+	l, err := loadLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
 	const m = "example.com/m"
 	for _, tc := range []struct {
 		name string
 		pkgs []pkg
-		want string
+		// want are the fragments one problem must hold, in order.
+		want []string
 	}{
 		{"registry imports the runtime",
 			[]pkg{{path: "registry", imports: []string{"backend/container"}, deps: []string{m + "/backend/container", m + "/backend"}}},
-			"registry may not depend on backend/container (DESIGN.md allows backend, sdkgen and what they may); it imports it"},
+			[]string{"registry may not depend on backend/container (docs/ARCHITECTURE.md:", " allows backend, sdkgen and what they may); it imports it"}},
 		{"registry reaches the runtime through another package",
 			[]pkg{
 				{path: "registry", imports: []string{"sdkgen"}, deps: []string{m + "/sdkgen", m + "/backend/container"}},
 				{path: "sdkgen", imports: []string{"backend/container"}, deps: []string{m + "/backend/container"}},
 			},
-			"registry may not depend on backend/container (DESIGN.md allows backend, sdkgen and what they may); it depends on it through sdkgen"},
+			[]string{"registry may not depend on backend/container (", "); it depends on it through sdkgen"}},
 		{"backend imports something of ours",
 			[]pkg{{path: "backend", imports: []string{"portproto"}, deps: []string{m + "/portproto"}}},
-			"backend may not depend on portproto (DESIGN.md allows nothing of ours)"},
+			[]string{"backend may not depend on portproto (docs/ARCHITECTURE.md:", " allows nothing of ours)"}},
 		{"backend imports a third-party package",
 			[]pkg{{path: "backend", deps: []string{"fmt", "github.com/containerd/errdefs"}}},
-			"backend may not depend on github.com/containerd/errdefs (DESIGN.md allows only the standard library)"},
+			[]string{"backend may not depend on github.com/containerd/errdefs (", " allows only the standard library)"}},
 		{"the runtime imports the Docker client",
 			[]pkg{{path: "backend/container", deps: []string{"github.com/docker/docker/client"}}},
-			"backend/container depends on the Docker client (github.com/docker/docker/client): only backend/container/docker, images, bench, cmd/dsh-container, e2e may"},
+			[]string{"backend/container depends on the Docker client (github.com/docker/docker/client): only backend/container/docker, images, bench, cmd/dsh-container, e2e may"}},
 		{"server reaches the Docker client through images",
 			[]pkg{{path: "server", deps: []string{"github.com/moby/moby/client"}}},
-			"server depends on the Docker client (github.com/moby/moby/client)"},
+			[]string{"server depends on the Docker client (github.com/moby/moby/client)"}},
+		{"the Docker driver reaches the containerd client",
+			[]pkg{{path: "backend/container/docker", deps: []string{"github.com/containerd/containerd/oci"}}},
+			[]string{"backend/container/docker depends on the containerd client"}},
 		{"a package the table lacks",
 			[]pkg{{path: "newthing"}},
-			"newthing: not in DESIGN.md's layout table"},
+			[]string{"newthing: not in docs/ARCHITECTURE.md's package table"}},
 	} {
-		problems := check(m, tc.pkgs)
-		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, tc.want) }) {
-			t.Errorf("%s: problems %q, want one starting %q", tc.name, problems, tc.want)
+		problems := check(m, l, tc.pkgs)
+		if !slices.ContainsFunc(problems, func(p string) bool { return holds(p, tc.want) }) {
+			t.Errorf("%s: problems %q, want one holding %q", tc.name, problems, tc.want)
 		}
 	}
 	// What the table allows passes: the driver on the runtime, server on
@@ -299,7 +277,29 @@ func TestLayeringCatches(t *testing.T) {
 		{path: "cmd/dsh-container", imports: []string{"server"}, deps: []string{m + "/server", m + "/backend/container/docker", "github.com/docker/docker/client"}},
 		{path: "portproto", deps: []string{"github.com/gorilla/websocket", "bytes"}},
 	}
-	if problems := check(m, ok); len(problems) != 0 {
+	if problems := check(m, l, ok); len(problems) != 0 {
 		t.Errorf("allowed imports reported: %q", problems)
 	}
+	// A row whose package the module lacks is reported, once per row.
+	pkgs := []pkg{}
+	for name := range l.rules {
+		if name != "telemetry" {
+			pkgs = append(pkgs, pkg{path: name})
+		}
+	}
+	if got := stale(l, pkgs); len(got) != 1 || !holds(got[0], []string{"docs/ARCHITECTURE.md:", ": package telemetry has a row but the module has no such package"}) {
+		t.Errorf("stale rows with telemetry gone: %q", got)
+	}
+}
+
+// holds reports whether s holds each fragment, in order.
+func holds(s string, fragments []string) bool {
+	for _, f := range fragments {
+		i := strings.Index(s, f)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(f):]
+	}
+	return true
 }
