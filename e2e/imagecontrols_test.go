@@ -139,14 +139,14 @@ func runtimeOn(t *testing.T, d container.Driver, lang backend.Language, image st
 }
 
 // identityProgram returns the program's uid, gid and groups, whether it
-// can write to the hostile image's VOLUME, and what the host's "inspect"
-// tool found while it ran.
+// can write to the hostile image's VOLUME, the names in its environment,
+// and what the host's "inspect" tool found while it ran.
 var identityProgram = both(`
 const fs = await import("node:fs");
 let volume = "ok";
 try { fs.writeFileSync("/var/tmp/dsh-volume", "x") } catch (e) { volume = (e as any).code }
 const inspected = await tools.inspect({});
-return { uid: process.getuid!(), gid: process.getgid!(), groups: process.getgroups!(), volume, inspected };`, `
+return { uid: process.getuid!(), gid: process.getgid!(), groups: process.getgroups!(), volume, env: Object.keys(process.env).sort(), inspected };`, `
 import os, errno
 try:
     open("/var/tmp/dsh-volume", "w").write("x")
@@ -154,12 +154,13 @@ try:
 except OSError as e:
     volume = errno.errorcode.get(e.errno, str(e.errno))
 inspected = await tools.inspect({})
-return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "volume": volume, "inspected": inspected}`)
+return {"uid": os.getuid(), "gid": os.getgid(), "groups": os.getgroups(), "volume": volume, "env": sorted(os.environ), "inspected": inspected}`)
 
 type identity struct {
 	UID, GID  int
 	Groups    []int
 	Volume    string
+	Env       []string
 	Inspected []string
 }
 
@@ -211,7 +212,16 @@ var reservedLines = []string{
 	`LABEL io.dsh-container.managed="true" io.dsh-container.owner="1.1.gone" io.dsh-container.sockdir="/run/user/0/dsh-container/s-0000000000000000"`,
 	`VOLUME /var/tmp`,
 	`USER 0`,
+	hostileEnv,
 }
+
+// hostileEnv sets variables the interpreters read before the program
+// (harmless values: were one to reach the sandbox, the test says so
+// rather than the run failing), and one of no meaning.
+const hostileEnv = `ENV NODE_OPTIONS="--title=dsh-hostile" PYTHONSTARTUP=/tmp/dsh-hostile.py DSH_HOSTILE_ENV=1`
+
+// hostileEnvNames are the names hostileEnv sets.
+var hostileEnvNames = []string{"DSH_HOSTILE_ENV", "NODE_OPTIONS", "PYTHONSTARTUP"}
 
 // TestImageControlledStrings: under Docker and containerd, a runner image
 // carrying hostile labels and a root USER runs the program as the runner
@@ -219,10 +229,12 @@ var reservedLines = []string{
 // carries our labels where the runtime and reaper read them, our log
 // settings and our runtime; containerd's records (container and
 // snapshot) carry exactly our labels. An image carrying the runtime's own
-// label keys, or a VOLUME, is refused by the Docker driver before
-// anything is created (Docker would merge them into the container);
-// containerd, which never reads the image's configuration, runs it with
-// our labels and no volume.
+// label keys, a VOLUME or an ENV the runtime does not set is refused by
+// the Docker driver before anything is created (Docker would merge them
+// into the container), also when another image is tagged under a
+// reference the driver already ran; containerd, which never reads the
+// image's configuration, runs it with our labels, no volume and none of
+// its environment.
 func TestImageControlledStrings(t *testing.T) {
 	pwned := filepath.Join(t.TempDir(), "pwned")
 	for _, lang := range langs {
@@ -241,6 +253,11 @@ func TestImageControlledStrings(t *testing.T) {
 				if len(v.Inspected) != 0 {
 					t.Errorf("image USER %s: the engine's account: %v", user, v.Inspected)
 				}
+				for _, name := range hostileEnvNames {
+					if slices.Contains(v.Env, name) {
+						t.Errorf("image USER %s: the image's %s reached the program's environment %v", user, name, v.Env)
+					}
+				}
 			}
 
 			t.Run("docker", func(t *testing.T) {
@@ -255,7 +272,7 @@ func TestImageControlledStrings(t *testing.T) {
 				if !errdefs.IsInvalidArgument(err) {
 					t.Fatalf("an image with the runtime's labels and a VOLUME: %v, want InvalidArgument", err)
 				}
-				for _, want := range []string{container.LabelOwner + `="victim"`, `io.dsh-container.managed="true"`, "VOLUME /var/tmp"} {
+				for _, want := range []string{container.LabelOwner + `="victim"`, `io.dsh-container.managed="true"`, "VOLUME /var/tmp", "ENV " + strings.Join(hostileEnvNames, " ")} {
 					if !strings.Contains(err.Error(), want) {
 						t.Errorf("the refusal %q does not name %s", err, want)
 					}
@@ -263,12 +280,36 @@ func TestImageControlledStrings(t *testing.T) {
 				if list, _ := drv.List(context.Background(), container.LabelOwner, own); len(list) != 0 {
 					t.Errorf("a refused image left %d containers", len(list))
 				}
+
+				// A reference the driver ran, then moved to the reserved
+				// image (a retag): the driver checks the image it names
+				// now.
+				ctx := context.Background()
+				moved := fmt.Sprintf("dsh-e2e-retag:%d-%d", os.Getpid(), time.Now().UnixNano())
+				if err := cli.ImageTag(ctx, hostile[0], moved); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cli.ImageRemove(ctx, moved, dimage.RemoveOptions{}) })
+				rt, _ = runtimeOn(t, drv, lang, moved)
+				if _, err := rt.Run(ctx, backend.RunRequest{Program: "return 1"}); err != nil {
+					t.Fatalf("before the retag: %v", err)
+				}
+				if err := cli.ImageTag(ctx, reserved, moved); err != nil {
+					t.Fatal(err)
+				}
+				rt, own = runtimeOn(t, drv, lang, moved)
+				if _, err := rt.Run(ctx, backend.RunRequest{Program: "return 1"}); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "ENV "+strings.Join(hostileEnvNames, " ")) {
+					t.Errorf("after another image was tagged %s: %v, want InvalidArgument naming its ENV", moved, err)
+				}
+				if list, _ := drv.List(ctx, container.LabelOwner, own); len(list) != 0 {
+					t.Errorf("the retagged image left %d containers", len(list))
+				}
 			})
 
 			t.Run("containerd", func(t *testing.T) {
 				d, cl := scratchContainerd(t, append(slices.Clone(hostile), reserved)...)
 				for i, image := range append(slices.Clone(hostile), reserved) {
-					user := "0 (with the runtime's labels and a VOLUME)"
+					user := "0 (with the runtime's labels, a VOLUME and an ENV)"
 					if i < len(userVariants) {
 						user = userVariants[i]
 					}

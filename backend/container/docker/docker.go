@@ -68,8 +68,9 @@ type Driver struct {
 	mu      sync.Mutex
 	cgroups map[string]cgroupAccounting // container id → its accounting files
 
-	// imagesChecked holds the image references checkImage passed.
-	imagesChecked sync.Map
+	// imageRefs maps an image ID checkImage passed to the reference it
+	// was resolved from (imageName).
+	imageRefs sync.Map
 
 	// createHook, when set (tests only), sees the daemon's answer to a
 	// create and returns the one Create goes on with; it may end the
@@ -248,8 +249,15 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
 	if s.Name == "" {
 		return "", fmt.Errorf("%w: the container has no name (Spec.Name): a create that fails midway finds what it made by its name", errdefs.ErrInvalidArgument)
 	}
-	if err := d.checkSpec(ctx, s); err != nil {
+	image, err := d.checkSpec(ctx, s)
+	if err != nil {
 		return "", err
+	}
+	// The container is made from the image ID checked, not the reference
+	// (which may move meanwhile); messages name the reference.
+	ref := s.Image
+	if image != "" {
+		s.Image = image
 	}
 	if s.OCIRuntime != "" && d.runtimes != nil && !slices.Contains(d.runtimes, s.OCIRuntime) {
 		return "", fmt.Errorf("%w: OCI runtime %q is not registered with the Docker daemon (it has %s); register it in /etc/docker/daemon.json", errdefs.ErrNotImplemented, s.OCIRuntime, strings.Join(d.runtimes, ", "))
@@ -264,10 +272,10 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
 	switch {
 	case errdefs.IsConflict(err):
 		// The name is taken: the container under it is not this call's.
-		return "", translate(err, s.Image)
+		return "", translate(err, ref)
 	case err != nil:
 		// The daemon may have made the container before the error.
-		return "", d.undoCreate(ctx, s, "", translate(err, s.Image))
+		return "", d.undoCreate(ctx, s, "", translate(err, ref))
 	}
 	if err := ctx.Err(); err != nil {
 		return "", d.undoCreate(ctx, s, resp.ID, err)

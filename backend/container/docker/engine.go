@@ -117,7 +117,7 @@ func (d *Driver) Inspect(ctx context.Context, id string) (container.Applied, err
 	}
 	cfg, hc := info.Config, info.HostConfig
 	a := container.Applied{
-		Image: cfg.Image, User: cfg.User, Hostname: cfg.Hostname, WorkingDir: cfg.WorkingDir,
+		Image: d.imageName(cfg.Image), User: cfg.User, Hostname: cfg.Hostname, WorkingDir: cfg.WorkingDir,
 		Cmd: cfg.Cmd, Env: cfg.Env, Labels: cfg.Labels,
 		ReadOnlyRoot: hc.ReadonlyRootfs,
 		NetworkNone:  string(hc.NetworkMode) == "none" && cfg.NetworkDisabled,

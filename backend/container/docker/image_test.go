@@ -16,10 +16,12 @@ import (
 	"github.com/dsh-container/dsh-container/backend/container"
 )
 
-// createAPI fakes the calls Create makes, counting them.
+// createAPI fakes the calls Create makes, counting them. The image under
+// every reference is image, of ID id ("sha256:1" when empty).
 type createAPI struct {
 	apiClient // nil: any other call panics
 	image     ocispec.ImageConfig
+	id        string
 	missing   bool
 	inspects  int
 	created   []*dcontainer.Config
@@ -30,9 +32,13 @@ func (a *createAPI) ImageInspect(context.Context, string, ...client.ImageInspect
 	if a.missing {
 		return dimage.InspectResponse{}, errdefs.ErrNotFound
 	}
+	id := a.id
+	if id == "" {
+		id = "sha256:1"
+	}
 	// Built from JSON, as the client decodes the daemon's answer.
 	var r dimage.InspectResponse
-	b, _ := json.Marshal(map[string]any{"Config": a.image})
+	b, _ := json.Marshal(map[string]any{"Id": id, "Config": a.image})
 	err := json.Unmarshal(b, &r)
 	return r, err
 }
@@ -44,6 +50,7 @@ func (a *createAPI) ContainerCreate(_ context.Context, cfg *dcontainer.Config, _
 
 func runnerSpec() container.Spec {
 	return container.Spec{Name: "dsh-x", Image: "dsh-container/py-runner:abc", User: container.RunnerUser, Cmd: []string{"python3"},
+		Env:    []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8"},
 		Labels: map[string]string{container.LabelManaged: "true", container.LabelOwner: "o"}}
 }
 
@@ -78,6 +85,8 @@ func TestCreateChecksTheImage(t *testing.T) {
 		{"bridge label", ocispec.ImageConfig{Labels: map[string]string{container.LabelBridge: "s-x", "org.opencontainers.image.title": "t"}}, []string{container.LabelBridge}},
 		{"earlier managed label", ocispec.ImageConfig{Labels: map[string]string{"io.dsh-container.managed": "true", "io.dsh-container.owner": "1.1.gone"}}, []string{"io.dsh-container.managed", "io.dsh-container.owner"}},
 		{"volume", ocispec.ImageConfig{Volumes: map[string]struct{}{"/var/tmp": {}, "/data": {}}}, []string{"VOLUME /data /var/tmp"}},
+		{"environment", ocispec.ImageConfig{Env: []string{"PATH=/opt/evil:/usr/bin", "NODE_OPTIONS=--require /tmp/x.js", "PYTHONSTARTUP=/tmp/x.py", "LD_PRELOAD=/tmp/x.so", "NODE_OPTIONS=--inspect", "EMPTY"}},
+			[]string{"ENV EMPTY LD_PRELOAD NODE_OPTIONS PYTHONSTARTUP (", "the runtime sets only PATH, HOME, LANG"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			api := &createAPI{image: c.image}
@@ -100,9 +109,10 @@ func TestCreateChecksTheImage(t *testing.T) {
 			}
 		})
 	}
-	// Other labels, ours under the prefix included, pass; the image is
-	// inspected once.
-	api := &createAPI{image: ocispec.ImageConfig{User: "0", Labels: map[string]string{
+	// Other labels, ours under the prefix included, pass, and so does an
+	// environment the Spec sets (its values win); the reference is
+	// resolved on each create and the container made from the ID checked.
+	api := &createAPI{id: "sha256:good", image: ocispec.ImageConfig{User: "0", Env: []string{"PATH=/usr/local/sbin:/usr/bin", "LANG=C"}, Labels: map[string]string{
 		container.LabelPrefix + "image": "py-runner", "io.containerd.logger.uri": "binary:///bin/sh", "com.docker.log-driver": "json-file"}}}
 	d := &Driver{api: api}
 	for range 3 {
@@ -110,8 +120,16 @@ func TestCreateChecksTheImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if api.inspects != 1 || len(api.created) != 3 {
-		t.Fatalf("%d inspects, %d creates; want 1 and 3", api.inspects, len(api.created))
+	if api.inspects != 3 || len(api.created) != 3 {
+		t.Fatalf("%d inspects, %d creates; want 3 and 3", api.inspects, len(api.created))
+	}
+	for _, cfg := range api.created {
+		if cfg.Image != "sha256:good" {
+			t.Fatalf("created from %q, want the ID checked", cfg.Image)
+		}
+	}
+	if got := d.imageName("sha256:good"); got != runnerSpec().Image {
+		t.Errorf("the ID's reference for Inspect: %q", got)
 	}
 	// The image's USER and HEALTHCHECK never apply.
 	if cfg := api.created[0]; cfg.User != container.RunnerUser || cfg.Healthcheck == nil || strings.Join(cfg.Healthcheck.Test, " ") != "NONE" {
@@ -122,5 +140,29 @@ func TestCreateChecksTheImage(t *testing.T) {
 	d = &Driver{api: api}
 	if _, err := d.Create(ctx, runnerSpec()); err != nil || len(api.created) != 1 {
 		t.Fatalf("missing image: %v, %d creates", err, len(api.created))
+	}
+}
+
+// Another image tagged under a reference after a create checked it
+// (a retag) is checked again, and refused: the check is on the image ID
+// the reference names at each create, and the container made from that
+// ID.
+func TestCreateChecksARetaggedImage(t *testing.T) {
+	ctx := context.Background()
+	api := &createAPI{id: "sha256:good"}
+	d := &Driver{api: api}
+	if _, err := d.Create(ctx, runnerSpec()); err != nil || len(api.created) != 1 || api.created[0].Image != "sha256:good" {
+		t.Fatalf("%v, created %d", err, len(api.created))
+	}
+	// The same reference now names an image with an environment and a
+	// reserved label.
+	api.id = "sha256:evil"
+	api.image = ocispec.ImageConfig{Env: []string{"NODE_OPTIONS=--require /tmp/x.js"}, Labels: map[string]string{container.LabelOwner: "victim"}}
+	_, err := d.Create(ctx, runnerSpec())
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "ENV NODE_OPTIONS") || !strings.Contains(err.Error(), container.LabelOwner) {
+		t.Fatalf("after the retag: %v, want InvalidArgument naming the ENV and the label", err)
+	}
+	if len(api.created) != 1 {
+		t.Fatalf("%d creates after the retag", len(api.created))
 	}
 }
