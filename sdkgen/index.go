@@ -1,6 +1,7 @@
 package sdkgen
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"strings"
@@ -67,76 +68,107 @@ const (
 // instructions, one line per tool grouped by source, and the instruction
 // to get full declarations with DescribeTool. See FormatIndex.
 func TypeScriptIndex(tools []Tool) string {
-	return instructions(tsIndexInstructions, tsTextResult, tsOutputSentence, tools) +
-		fence("ts", indexBlock(tools, "// ")) + "\n" + tsIndexFooter
+	return render(TypeScript, FormatIndex, tools, RenderOptions{}).Text
 }
 
 // PythonIndex renders the Python SDK index (see TypeScriptIndex).
 func PythonIndex(tools []Tool) string {
-	return instructions(pyIndexInstructions, pyTextResult, pyOutputSentence, tools) +
-		fence("python", indexBlock(tools, "# ")) + "\n" + pyIndexFooter
+	return render(Python, FormatIndex, tools, RenderOptions{}).Text
 }
 
-// indexBlock renders the index lines: a comment line naming each source,
+// indexFlavor is what the index says in one language.
+type indexFlavor struct {
+	instructions, anchor, sentence string // see out.instructions
+	lang, comment, footer          string // the code block's tag, a comment's start
+}
+
+var (
+	tsIndex = indexFlavor{tsIndexInstructions, tsTextResult, tsOutputSentence, "ts", "// ", tsIndexFooter}
+	pyIndex = indexFlavor{pyIndexInstructions, pyTextResult, pyOutputSentence, "python", "# ", pyIndexFooter}
+)
+
+// index writes the index of ts, visible tools, in flavor f.
+func (r *renderer) index(ts []Tool, f indexFlavor) {
+	r.w.instructions(f.instructions, f.anchor, f.sentence, ts)
+	r.w.fenced(f.lang, func() { r.indexBlock(ts, f.comment) })
+	if r.w.over {
+		return
+	}
+	r.w.byte('\n')
+	r.w.str(f.footer)
+}
+
+// indexBlock writes the index lines: a comment line naming each source,
 // then one line per tool of that source. The host's own tools (no Source)
 // come first, then each source in byte-wise order; tools in SDK order.
-func indexBlock(tools []Tool, comment string) string {
-	ts := visible(tools)
+func (r *renderer) indexBlock(ts []Tool, comment string) {
+	w := r.w
 	for i := range ts {
 		ts[i].Source = validUTF8(ts[i].Source)
 	}
 	slices.SortStableFunc(ts, func(a, b Tool) int { return cmp.Compare(a.Source, b.Source) })
-	var b strings.Builder
+	rest := indexEstimate(ts)
 	for i, t := range ts {
+		w.rest = rest + 64
+		rest -= indexEstimate(ts[i : i+1])
 		if i == 0 || t.Source != ts[i-1].Source {
 			if i > 0 {
-				b.WriteString("\n")
+				w.byte('\n')
 			}
+			w.str(comment)
 			if t.Source == "" {
-				b.WriteString(comment + "host tools\n")
+				w.str("host tools\n")
 			} else {
-				b.WriteString(comment + "from MCP server " + quoteTS(t.Source) + "\n")
+				w.str("from MCP server ")
+				w.quoteTS(t.Source)
+				w.byte('\n')
 			}
 		}
-		b.WriteString(indexLine(t))
-		b.WriteString("\n")
+		r.indexLine(t)
+		w.byte('\n')
+		if w.full() {
+			return
+		}
 	}
 	if len(ts) == 0 {
-		b.WriteString(comment + "no tools\n")
+		w.str(comment)
+		w.str("no tools\n")
 	}
-	return b.String()
 }
 
-// indexLine is one tool's index line: tools["name"]({a, b?}) — summary.
-func indexLine(t Tool) string {
-	var b strings.Builder
-	b.WriteString("tools[" + quoteTS(t.Name) + "](")
-	s := buildShape(parseJSON(t.InputSchema), 0)
+// indexLine writes one tool's index line: tools["name"]({a, b?}) — summary.
+func (r *renderer) indexLine(t Tool) {
+	w := r.w
+	r.a.reset()
+	w.str("tools[")
+	w.quoteTS(t.Name)
+	w.str("](")
+	s := r.a.shape(r.a.parse(t.InputSchema), 0)
 	switch {
 	case s.kind == kObject && len(s.fields) > 0:
-		b.WriteString("{")
+		w.byte('{')
 		for i, f := range s.fields {
 			if i > 0 {
-				b.WriteString(", ")
+				w.str(", ")
 			}
-			b.WriteString(tsKey(f.key))
+			w.tsKey(f.key)
 			if !f.required {
-				b.WriteString("?")
+				w.byte('?')
 			}
 		}
-		b.WriteString("}")
+		w.byte('}')
 	case s.kind == kObject && s.extra.kind == kNever:
-		b.WriteString("{}")
+		w.str("{}")
 	case s.kind == kObject:
-		b.WriteString("{...}")
+		w.str("{...}")
 	default:
-		b.WriteString("args")
+		w.str("args")
 	}
-	b.WriteString(")")
-	if sum := summary(t.Description); sum != "" {
-		b.WriteString(" — " + sum)
+	w.byte(')')
+	if sum := r.summary(t.Description); len(sum) > 0 {
+		w.str(" — ")
+		w.bytes(sum)
 	}
-	return b.String()
 }
 
 // summary returns the first sentence of a description on one line: the
@@ -144,41 +176,89 @@ func indexLine(t Tool) string {
 // to single spaces, cut after the first ".", "!" or "?" that ends the text
 // or is followed by a space and a character other than a lower-case letter
 // (so "e.g. this" goes on), and at most MaxIndexSummary bytes (cut at a
-// word boundary, then "…").
-func summary(desc string) string {
-	desc = plainText(desc)
-	for _, para := range strings.Split(desc, "\n\n") {
-		if strings.TrimSpace(para) != "" {
-			desc = para
+// word boundary, then "…"). The bytes are the renderer's, valid until its
+// next summary.
+//
+// The first paragraph that is not blank runs from its first line that is
+// not blank to the first empty line after it. Only its first
+// MaxIndexSummary+8 bytes, collapsed, are read: a sentence that ends later
+// is cut at MaxIndexSummary bytes all the same, and the few bytes beyond
+// decide a sentence that ends just before.
+func (r *renderer) summary(desc string) []byte {
+	b := r.sum[:0]
+	started, space := false, false
+	for s := desc; len(b) < MaxIndexSummary+8; {
+		line, rest, more := nextLine(s)
+		if !started {
+			started = !blank(line)
+		}
+		if started {
+			if len(line) == 0 {
+				break // an empty line ends the paragraph
+			}
+			b, space = appendWords(b, line, space, MaxIndexSummary+8)
+			space = space || len(b) > 0 // the line break
+		}
+		if !more {
+			break
+		}
+		s = rest
+	}
+	r.sum = b
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; (c == '.' || c == '!' || c == '?') && (i+1 == len(b) || b[i+1] == ' ' && !lowerAt(b, i+2)) {
+			b = b[:i+1]
 			break
 		}
 	}
-	desc = strings.Join(strings.Fields(desc), " ")
-	for i := 0; i < len(desc); i++ {
-		if c := desc[i]; (c == '.' || c == '!' || c == '?') && (i+1 == len(desc) || desc[i+1] == ' ' && !lowerAt(desc, i+2)) {
-			desc = desc[:i+1]
-			break
-		}
-	}
-	if len(desc) <= MaxIndexSummary {
-		return desc
+	if len(b) <= MaxIndexSummary {
+		return b
 	}
 	cut := MaxIndexSummary - len("…")
-	for cut > 0 && !utf8.RuneStart(desc[cut]) {
+	for cut > 0 && !utf8.RuneStart(b[cut]) {
 		cut--
 	}
-	if sp := strings.LastIndexByte(desc[:cut], ' '); sp > MaxIndexSummary/2 {
+	if sp := bytes.LastIndexByte(b[:cut], ' '); sp > MaxIndexSummary/2 {
 		cut = sp
 	}
-	return desc[:cut] + "…"
+	return append(b[:cut], "…"...)
+}
+
+// appendWords appends the words of line, a line of free text as plainText
+// shows it, to b, separated by single spaces, until b holds at least most
+// bytes: space says a space is due before the next word, and is returned
+// for the next line.
+func appendWords(b []byte, line string, space bool, most int) ([]byte, bool) {
+	for i := 0; i < len(line) && len(b) < most; {
+		r, n := rune(line[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(line[i:])
+		}
+		i += n
+		switch r = plainRune(r); r {
+		case ' ', '\t':
+			space = len(b) > 0
+		default:
+			if space {
+				b = append(b, ' ')
+				space = false
+			}
+			if r < utf8.RuneSelf && r != 0x7f && r >= 0x20 {
+				b = append(b, byte(r))
+			} else {
+				b = utf8.AppendRune(b, r)
+			}
+		}
+	}
+	return b, space
 }
 
 // lowerAt reports whether s has a lower-case letter at byte i.
-func lowerAt(s string, i int) bool {
+func lowerAt(s []byte, i int) bool {
 	if i >= len(s) {
 		return false
 	}
-	r, _ := utf8.DecodeRuneInString(s[i:])
+	r, _ := utf8.DecodeRune(s[i:])
 	return unicode.IsLower(r)
 }
 

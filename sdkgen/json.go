@@ -35,27 +35,28 @@ const (
 // and lone surrogate escapes become U+FFFD, as in encoding/json). Object
 // keys are unique: a repeated key keeps its first position and its last
 // value, as JavaScript's JSON.parse does.
+//
+// A value parsed for rendering lives only while its tool renders: its
+// nodes come from the renderer's arena, reused for the next tool, and a
+// string without escapes is the schema's own bytes, not a copy (see
+// bytesString). Nothing a renderer keeps may point into it; text the
+// output needs is copied into the output.
 type jvalue struct {
-	kind  jkind
-	b     bool      // jBool
-	s     string    // jString: the value; jNumber: the literal text
-	arr   []*jvalue // jArray
-	keys  []string  // jObject, in document order
-	vals  []*jvalue // jObject, parallel to keys
-	index map[string]int
+	kind jkind
+	b    bool      // jBool
+	s    string    // jString: the value; jNumber: the literal text
+	arr  []*jvalue // jArray
+	keys []string  // jObject, in document order
+	vals []*jvalue // jObject, parallel to keys
 }
 
 var invalidValue = &jvalue{kind: jInvalid}
 
-// get returns the member key of an object, or nil.
+// get returns the member key of an object, or nil. The renderers ask a
+// schema object for a few keywords each, so looking through its keys
+// keeps rendering linear in the schema's size.
 func (v *jvalue) get(key string) *jvalue {
 	if v == nil || v.kind != jObject {
-		return nil
-	}
-	if v.index != nil {
-		if i, ok := v.index[key]; ok {
-			return v.vals[i]
-		}
 		return nil
 	}
 	for i, k := range v.keys {
@@ -74,10 +75,13 @@ func (v *jvalue) str() (string, bool) {
 	return v.s, true
 }
 
-// parseJSON parses data as one JSON value. It never fails: anything that is
-// not JSON yields a jInvalid value.
-func parseJSON(data []byte) *jvalue {
-	p := &jparser{data: data}
+// parseJSON parses data as one JSON value in an arena of its own. It never
+// fails: anything that is not JSON yields a jInvalid value.
+func parseJSON(data []byte) *jvalue { return new(arena).parse(data) }
+
+// parse parses data as one JSON value, its nodes in a.
+func (a *arena) parse(data []byte) *jvalue {
+	p := &jparser{data: data, a: a}
 	p.ws()
 	v, ok := p.value(0)
 	if !ok {
@@ -93,6 +97,7 @@ func parseJSON(data []byte) *jvalue {
 type jparser struct {
 	data []byte
 	pos  int
+	a    *arena
 }
 
 func (p *jparser) ws() {
@@ -135,30 +140,41 @@ func (p *jparser) value(depth int) (*jvalue, bool) {
 		if !ok {
 			return nil, false
 		}
-		return &jvalue{kind: jString, s: s}, true
+		return p.node(jString, s), true
 	case c == 't':
-		return &jvalue{kind: jBool, b: true}, p.literal("true")
+		v := p.node(jBool, "")
+		v.b = true
+		return v, p.literal("true")
 	case c == 'f':
-		return &jvalue{kind: jBool}, p.literal("false")
+		return p.node(jBool, ""), p.literal("false")
 	case c == 'n':
-		return &jvalue{kind: jNull}, p.literal("null")
+		return p.node(jNull, ""), p.literal("null")
 	case c == '-' || ('0' <= c && c <= '9'):
 		s, ok := p.number()
 		if !ok {
 			return nil, false
 		}
-		return &jvalue{kind: jNumber, s: s}, true
+		return p.node(jNumber, s), true
 	}
 	return nil, false
 }
 
+// node returns a new value from the arena.
+func (p *jparser) node(k jkind, s string) *jvalue {
+	v := p.a.vals.one()
+	v.kind, v.s = k, s
+	return v
+}
+
 func (p *jparser) object(depth int) (*jvalue, bool) {
 	p.pos++ // {
-	v := &jvalue{kind: jObject}
+	a := p.a
+	kmark, vmark := len(a.keyStack), len(a.valStack)
+	defer func() { a.keyStack, a.valStack = a.keyStack[:kmark], a.valStack[:vmark] }()
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
-		return v, true
+		return p.node(jObject, ""), true
 	}
 	for {
 		p.ws()
@@ -179,7 +195,8 @@ func (p *jparser) object(depth int) (*jvalue, bool) {
 		if !ok {
 			return nil, false
 		}
-		v.set(key, val)
+		a.keyStack = append(a.keyStack, key)
+		a.valStack = append(a.valStack, val)
 		p.ws()
 		if p.pos >= len(p.data) {
 			return nil, false
@@ -189,6 +206,8 @@ func (p *jparser) object(depth int) (*jvalue, bool) {
 			p.pos++
 		case '}':
 			p.pos++
+			v := p.node(jObject, "")
+			v.keys, v.vals = a.members(a.keyStack[kmark:], a.valStack[vmark:])
 			return v, true
 		default:
 			return nil, false
@@ -196,39 +215,63 @@ func (p *jparser) object(depth int) (*jvalue, bool) {
 	}
 }
 
-// set adds or replaces a member, keeping the first position of a key.
-func (v *jvalue) set(key string, val *jvalue) {
-	if v.index == nil && len(v.keys) >= 8 {
-		v.index = make(map[string]int, 2*len(v.keys))
-		for i, k := range v.keys {
-			v.index[k] = i
-		}
+// members returns an object's members, gathered on the stacks, as its keys
+// and values, each key once: a repeated key keeps its first position and
+// its last value.
+func (a *arena) members(keys []string, vals []*jvalue) ([]string, []*jvalue) {
+	if !a.repeats(keys) { // the common case
+		ks, vs := a.strs.take(len(keys)), a.ptrs.take(len(keys))
+		copy(ks, keys)
+		copy(vs, vals)
+		return ks, vs
 	}
-	if v.index != nil {
-		if i, ok := v.index[key]; ok {
-			v.vals[i] = val
-			return
+	var ks []string
+	var vs []*jvalue
+	pos := make(map[string]int, len(keys))
+	for i, k := range keys {
+		if at, ok := pos[k]; ok {
+			vs[at] = vals[i]
+			continue
 		}
-		v.index[key] = len(v.keys)
-	} else {
-		for i, k := range v.keys {
-			if k == key {
-				v.vals[i] = val
-				return
+		pos[k] = len(ks)
+		ks = append(ks, k)
+		vs = append(vs, vals[i])
+	}
+	return ks, vs
+}
+
+// repeats reports whether a key appears twice among keys.
+func (a *arena) repeats(keys []string) bool {
+	if len(keys) <= 8 {
+		for i := 1; i < len(keys); i++ {
+			for _, k := range keys[:i] {
+				if k == keys[i] {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	v.keys = append(v.keys, key)
-	v.vals = append(v.vals, val)
+	seen := a.set()
+	defer a.putSet(seen)
+	for _, k := range keys {
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
 }
 
 func (p *jparser) array(depth int) (*jvalue, bool) {
 	p.pos++ // [
-	v := &jvalue{kind: jArray}
+	a := p.a
+	mark := len(a.valStack)
+	defer func() { a.valStack = a.valStack[:mark] }()
 	p.ws()
 	if p.pos < len(p.data) && p.data[p.pos] == ']' {
 		p.pos++
-		return v, true
+		return p.node(jArray, ""), true
 	}
 	for {
 		p.ws()
@@ -236,7 +279,7 @@ func (p *jparser) array(depth int) (*jvalue, bool) {
 		if !ok {
 			return nil, false
 		}
-		v.arr = append(v.arr, val)
+		a.valStack = append(a.valStack, val)
 		p.ws()
 		if p.pos >= len(p.data) {
 			return nil, false
@@ -246,6 +289,9 @@ func (p *jparser) array(depth int) (*jvalue, bool) {
 			p.pos++
 		case ']':
 			p.pos++
+			v := p.node(jArray, "")
+			v.arr = a.ptrs.take(len(a.valStack) - mark)
+			copy(v.arr, a.valStack[mark:])
 			return v, true
 		default:
 			return nil, false
@@ -323,7 +369,7 @@ func (p *jparser) number() (string, bool) {
 			return "", false
 		}
 	}
-	return string(p.data[start:p.pos]), true
+	return bytesString(p.data[start:p.pos]), true
 }
 
 // string reads a JSON string starting at the opening quote.
@@ -334,7 +380,7 @@ func (p *jparser) string() (string, bool) {
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		if c == '"' {
-			s := string(p.data[start:p.pos])
+			s := bytesString(p.data[start:p.pos])
 			p.pos++
 			return validUTF8(s), true
 		}
@@ -346,18 +392,19 @@ func (p *jparser) string() (string, bool) {
 		}
 		p.pos++
 	}
-	var b strings.Builder
-	b.Write(p.data[start:p.pos])
+	// With escapes: unescaped into the arena's scratch, then copied once.
+	b := append(p.a.unescaped[:0], p.data[start:p.pos]...)
+	defer func() { p.a.unescaped = b[:0] }()
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return validUTF8(b.String()), true
+			return validUTF8(string(b)), true
 		case c < 0x20:
 			return "", false
 		case c != '\\':
-			b.WriteByte(c)
+			b = append(b, c)
 			p.pos++
 			continue
 		}
@@ -369,17 +416,17 @@ func (p *jparser) string() (string, bool) {
 		p.pos++
 		switch e {
 		case '"', '\\', '/':
-			b.WriteByte(e)
+			b = append(b, e)
 		case 'b':
-			b.WriteByte('\b')
+			b = append(b, '\b')
 		case 'f':
-			b.WriteByte('\f')
+			b = append(b, '\f')
 		case 'n':
-			b.WriteByte('\n')
+			b = append(b, '\n')
 		case 'r':
-			b.WriteByte('\r')
+			b = append(b, '\r')
 		case 't':
-			b.WriteByte('\t')
+			b = append(b, '\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
@@ -401,7 +448,7 @@ func (p *jparser) string() (string, bool) {
 					p.pos = save // the second escape stands on its own
 				}
 			}
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		default:
 			return "", false
 		}

@@ -1,6 +1,7 @@
 package sdkgen
 
 import (
+	"bytes"
 	"strconv"
 	"strings"
 )
@@ -126,8 +127,18 @@ func pyFieldName(key string) bool {
 // with one async method per tool whose name is a plain identifier; any
 // other tool is listed as a `tools["name"]` comment in its sorted place.
 func PythonSource(tools []Tool) string {
-	src, _ := pythonSource(tools)
-	return src
+	return render(Python, FormatSource, tools, RenderOptions{}).Text
+}
+
+// PythonPrompt renders the whole Python SDK prompt section: usage
+// instructions followed by the stub block in a Markdown code block.
+func PythonPrompt(tools []Tool) string {
+	return render(Python, FormatPrompt, tools, RenderOptions{}).Text
+}
+
+func (r *renderer) pyPrompt(ts []Tool) {
+	r.w.instructions(pyInstructions, pyTextResult, pyOutputSentence, ts)
+	r.w.fenced("python", func() { r.pySource(ts) })
 }
 
 // pyPiece is the text one tool contributes to a Python stub module: the
@@ -143,114 +154,187 @@ type pyPiece struct {
 // visible tool, in module order.
 func pythonSource(tools []Tool) (string, []pyPiece) {
 	ts := visible(tools)
-	m := &pyModule{used: map[string]bool{}, next: map[string]int{}}
+	pieces := []pyPiece{}
+	r := &renderer{w: newOut(estimate(ts), 0), pieces: &pieces}
+	r.pySource(ts)
+	return r.w.String(), pieces
+}
+
+// pySource writes the stub module of ts, visible tools: the classes their
+// argument and result types need, the tools' entries in class Tools after
+// them. The annotations of each tool's entry are kept from the first pass
+// over the tools, which writes the classes, for the second, which writes
+// the entries.
+func (r *renderer) pySource(ts []Tool) {
+	w := r.w
+	m := &pyModule{r: r, w: w, used: map[string]bool{}, next: map[string]int{}}
 	for n := range pyReservedClassNames {
 		m.used[n] = true
 	}
+	methods := 0
 	for _, t := range ts {
 		if pyMethodName(t.Name) {
 			m.used[t.Name] = true // a class named like a method would be shadowed
+			methods++
 		}
 	}
-	var body strings.Builder
-	methods := 0
-	pieces := make([]pyPiece, 0, len(ts))
+	w.str(pyHeader)
+	type signature struct{ args, ret string }
+	sigs := make([]signature, len(ts))
+	classesAt := make([]int, len(ts)+1)
+	rest := estimate(ts)
 	for i, t := range ts {
-		if i > 0 {
-			body.WriteString("\n")
+		w.rest = rest
+		classesAt[i] = len(w.b)
+		sigs[i].args, sigs[i].ret = r.pySignature(m, t)
+		if w.full() {
+			return
 		}
-		classesAt, bodyAt := m.classes.Len(), body.Len()
-		pyEntry(m, &body, t, &methods)
-		pieces = append(pieces, pyPiece{name: t.Name, classes: m.classes.String()[classesAt:], entry: body.String()[bodyAt:]})
+		rest -= toolEstimate(t)
+	}
+	classesAt[len(ts)] = len(w.b)
+	w.str("class Tools:\n")
+	for i, t := range ts {
+		w.rest = rest
+		if i > 0 {
+			w.byte('\n')
+		}
+		entryAt := len(w.b)
+		r.pyEntry(t, sigs[i].args, sigs[i].ret)
+		if r.pieces != nil {
+			*r.pieces = append(*r.pieces, pyPiece{name: t.Name, classes: string(w.b[classesAt[i]:classesAt[i+1]]), entry: string(w.since(entryAt))})
+		}
+		if w.full() {
+			return
+		}
+		rest -= pyEntryEstimate(t)
 	}
 	if methods == 0 {
 		if len(ts) > 0 {
-			body.WriteString("\n")
+			w.byte('\n')
 		}
-		body.WriteString("    pass\n")
+		w.str("    pass\n")
 	}
-
-	var b strings.Builder
-	b.WriteString(pyHeader)
-	b.WriteString(m.classes.String())
-	b.WriteString("class Tools:\n")
-	b.WriteString(body.String())
-	b.WriteString("\ntools: Tools\n")
-	return b.String(), pieces
+	w.str("\ntools: Tools\n")
 }
 
-// pyEntry writes t's entry in class Tools to body (and the classes it
-// needs to m), counting methods.
-func pyEntry(m *pyModule, body *strings.Builder, t Tool, methods *int) {
+// pySignature writes the classes t's argument and result types need and
+// returns the types' annotations.
+func (r *renderer) pySignature(m *pyModule, t Tool) (args, ret string) {
+	r.a.reset()
 	base := camel(t.Name)
 	if base == "" || base[0] >= '0' && base[0] <= '9' {
 		base = "Tool" + base
 	}
-	args := m.typ(buildShape(parseJSON(t.InputSchema), 0), base[:min(len(base), maxClassName-len("Args"))]+"Args", 0)
-	ret := "str"
+	args = m.typ(r.a.shape(r.a.parse(t.InputSchema), 0), base[:min(len(base), maxClassName-len("Args"))]+"Args", 0)
+	ret = "str"
 	if t.hasOutput() {
-		ret = m.typ(buildShape(parseJSON(t.OutputSchema), 0), base[:min(len(base), maxClassName-len("Output"))]+"Output", 0)
+		ret = m.typ(r.a.shape(r.a.parse(t.OutputSchema), 0), base[:min(len(base), maxClassName-len("Output"))]+"Output", 0)
 	}
+	return args, ret
+}
+
+// pyEntryEstimate is the part of toolEstimate for t's entry in class
+// Tools.
+func pyEntryEstimate(t Tool) int {
+	return 3*len(t.Name) + len(t.Description) + 8*strings.Count(t.Description, "\n") + 160
+}
+
+// pyEntry writes t's entry in class Tools: a method, or the comment of a
+// tool that cannot be one.
+func (r *renderer) pyEntry(t Tool, args, ret string) {
+	w := r.w
 	if !pyMethodName(t.Name) {
-		body.WriteString("    # tools[" + quotePy(t.Name) + "](args: " + args + ") -> " + ret + "\n")
-		for _, l := range docLines(t.Description) {
-			body.WriteString(strings.TrimRight("    #     "+l, " ") + "\n")
+		w.str("    # tools[")
+		w.quotePy(t.Name)
+		w.str("](args: ")
+		w.str(args)
+		w.str(") -> ")
+		w.str(ret)
+		w.byte('\n')
+		r.pyComment(w, "    #     ", t.Description)
+		return
+	}
+	w.str("    async def ")
+	w.str(t.Name)
+	w.str("(self, args: ")
+	w.str(args)
+	w.str(") -> ")
+	w.str(ret)
+	w.str(":\n")
+	r.pyDocstring(w, 8, t.Description)
+	w.str("        ...\n")
+}
+
+// pyComment writes desc as comment lines, each starting with lead (which
+// ends in spaces, dropped from an empty line).
+func (r *renderer) pyComment(b *out, lead, desc string) {
+	span, _ := docSpan(desc)
+	for span != "" {
+		line, rest, more := nextLine(span)
+		if l := r.docLine(line); len(l) == 0 {
+			b.str(strings.TrimRight(lead, " "))
+		} else {
+			b.str(lead)
+			b.bytes(l)
 		}
-		return
-	}
-	*methods++
-	body.WriteString("    async def " + t.Name + "(self, args: " + args + ") -> " + ret + ":\n")
-	writePyDocstring(body, "        ", t.Description)
-	body.WriteString("        ...\n")
-}
-
-// PythonPrompt renders the whole Python SDK prompt section: usage
-// instructions followed by the stub block in a Markdown code block.
-func PythonPrompt(tools []Tool) string {
-	return instructions(pyInstructions, pyTextResult, pyOutputSentence, tools) + fence("python", PythonSource(tools))
-}
-
-// writePyDocstring writes desc as a docstring at indent, escaped (see
-// writePyDocLine) so that nothing in it can close the string early or form
-// an escape sequence.
-func writePyDocstring(b *strings.Builder, indent, desc string) {
-	lines := docLines(desc)
-	if len(lines) == 0 {
-		return
-	}
-	b.WriteString(indent + `"""`)
-	writePyDocLine(b, lines[0], len(lines) == 1)
-	if len(lines) == 1 {
-		b.WriteString(`"""` + "\n")
-		return
-	}
-	b.WriteString("\n")
-	for _, l := range lines[1:] {
-		if l != "" {
-			b.WriteString(indent)
-			writePyDocLine(b, l, false)
+		b.byte('\n')
+		if !more {
+			break
 		}
-		b.WriteString("\n")
+		span = rest
 	}
-	b.WriteString(indent + `"""` + "\n")
 }
 
-// writePyDocLine writes one docstring line. A double quote is escaped only
+// pyDocstring writes desc as a docstring indented by indent spaces,
+// escaped (see pyDocLine) so that nothing in it can close the string early
+// or form an escape sequence.
+func (r *renderer) pyDocstring(b *out, indent int, desc string) {
+	span, oneLine := docSpan(desc)
+	if span == "" {
+		return
+	}
+	b.spaces(indent)
+	b.str(`"""`)
+	line, rest, _ := nextLine(span)
+	b.pyDocLine(r.docLine(line), oneLine)
+	if oneLine {
+		b.str(`"""` + "\n")
+		return
+	}
+	b.byte('\n')
+	for span = rest; ; {
+		line, rest, more := nextLine(span)
+		if l := r.docLine(line); len(l) > 0 {
+			b.spaces(indent)
+			b.pyDocLine(l, false)
+		}
+		b.byte('\n')
+		if !more {
+			break
+		}
+		span = rest
+	}
+	b.spaces(indent)
+	b.str(`"""` + "\n")
+}
+
+// pyDocLine writes one docstring line. A double quote is escaped only
 // where it could help close the string: when another quote follows it, or
 // when it ends a line that the closing quotes follow (last). Backslashes,
 // tabs and non-printable characters are always escaped.
-func writePyDocLine(b *strings.Builder, line string, last bool) {
+func (w *out) pyDocLine(line []byte, last bool) {
 	for len(line) > 0 {
-		i := strings.IndexByte(line, '"')
+		i := bytes.IndexByte(line, '"')
 		if i < 0 {
-			writePyEscaped(b, line)
+			w.pyEscaped(bytesString(line))
 			return
 		}
-		writePyEscaped(b, line[:i])
+		w.pyEscaped(bytesString(line[:i]))
 		if i+1 < len(line) && line[i+1] == '"' || i+1 == len(line) && last {
-			b.WriteString(`\"`)
+			w.str(`\"`)
 		} else {
-			b.WriteByte('"')
+			w.byte('"')
 		}
 		line = line[i+1:]
 	}
@@ -258,9 +342,10 @@ func writePyDocLine(b *strings.Builder, line string, last bool) {
 
 // pyModule collects the class definitions of one stub module.
 type pyModule struct {
-	used    map[string]bool // names taken (or reserved) in the module
-	next    map[string]int  // next numeric suffix to try per base name
-	classes strings.Builder // definitions, each followed by a blank line
+	r    *renderer
+	w    *out            // the module: definitions, each followed by a blank line
+	used map[string]bool // names taken (or reserved) in the module
+	next map[string]int  // next numeric suffix to try per base name
 }
 
 // name returns a fresh class name derived from base.
@@ -389,41 +474,60 @@ func (m *pyModule) union(members []*shape, path string, nest int) string {
 // TypedDict syntax.
 func (m *pyModule) class(s *shape, path string) string {
 	name := m.name(path)
-	types := make([]string, len(s.fields))
+	r := m.r
+	mark := len(r.pyTypes)
+	defer func() { r.pyTypes = r.pyTypes[:mark] }()
 	functional := false
-	for i, f := range s.fields {
-		seg := camel(f.key)
-		if seg == "" {
-			seg = "Field"
+	for _, f := range s.fields {
+		sub := "" // the name a class for the field's type starts from
+		if k := f.typ.kind; k == kObject || k == kArray || k == kUnion {
+			seg := camel(f.key)
+			if seg == "" {
+				seg = "Field"
+			}
+			sub = name + seg
 		}
-		t := m.typ(f.typ, name+seg, 0)
-		if !f.required {
-			t = "NotRequired[" + t + "]"
-		}
-		types[i] = t
+		r.pyTypes = append(r.pyTypes, m.typ(f.typ, sub, 0))
 		functional = functional || !pyFieldName(f.key)
 	}
-	b := &m.classes
+	types := r.pyTypes[mark:]
+	b := m.w
+	typ := func(i int) {
+		if s.fields[i].required {
+			b.str(types[i])
+			return
+		}
+		b.str("NotRequired[")
+		b.str(types[i])
+		b.byte(']')
+	}
 	if !functional {
-		b.WriteString("class " + name + "(TypedDict):\n")
+		b.str("class ")
+		b.str(name)
+		b.str("(TypedDict):\n")
 		for i, f := range s.fields {
-			writePyComment(b, "    ", f.doc)
-			b.WriteString("    " + f.key + ": " + types[i] + "\n")
+			r.pyComment(b, "    # ", f.doc)
+			b.str("    ")
+			b.str(f.key)
+			b.str(": ")
+			typ(i)
+			b.byte('\n')
 		}
 	} else {
-		b.WriteString(name + " = TypedDict(\n    " + quotePy(name) + ",\n    {\n")
+		b.str(name)
+		b.str(" = TypedDict(\n    ")
+		b.quotePy(name)
+		b.str(",\n    {\n")
 		for i, f := range s.fields {
-			writePyComment(b, "        ", f.doc)
-			b.WriteString("        " + quotePy(f.key) + ": " + types[i] + ",\n")
+			r.pyComment(b, "        # ", f.doc)
+			b.str("        ")
+			b.quotePy(f.key)
+			b.str(": ")
+			typ(i)
+			b.str(",\n")
 		}
-		b.WriteString("    },\n)\n")
+		b.str("    },\n)\n")
 	}
-	b.WriteString("\n")
+	b.byte('\n')
 	return name
-}
-
-func writePyComment(b *strings.Builder, indent, doc string) {
-	for _, l := range docLines(doc) {
-		b.WriteString(strings.TrimRight(indent+"# "+l, " ") + "\n")
-	}
 }

@@ -1,5 +1,7 @@
 package sdkgen
 
+import "slices"
+
 // This file turns a parsed JSON Schema into a small language-neutral type
 // tree (shape) that both renderers print. The walk visits every schema node
 // at most once and stops at MaxDepth, so it is linear in the input.
@@ -61,9 +63,13 @@ var (
 	}
 )
 
-// buildShape maps one schema node. Anything it does not understand, or
-// anything malformed, becomes unknown.
-func buildShape(v *jvalue, depth int) *shape {
+// buildShape maps one schema node in an arena of its own (see
+// arena.shape).
+func buildShape(v *jvalue, depth int) *shape { return new(arena).shape(v, depth) }
+
+// shape maps one schema node, its shapes in a. Anything it does not
+// understand, or anything malformed, becomes unknown.
+func (a *arena) shape(v *jvalue, depth int) *shape {
 	if v == nil || v.kind != jObject || depth > MaxDepth {
 		return unknownShape // boolean schemas, malformed values, too deep
 	}
@@ -71,17 +77,19 @@ func buildShape(v *jvalue, depth int) *shape {
 		return unknownShape
 	}
 	if c := v.get("const"); c != nil {
-		return literalShape(c)
+		return a.literal(c)
 	}
 	if e := v.get("enum"); e != nil {
 		if e.kind != jArray || len(e.arr) == 0 {
 			return unknownShape
 		}
-		members := make([]*shape, len(e.arr))
-		for i, m := range e.arr {
-			members[i] = literalShape(m)
+		mark := len(a.altStack)
+		for _, m := range e.arr {
+			if !a.alternative(mark, a.literal(m)) {
+				return unknownShape
+			}
 		}
-		return union(members)
+		return a.union(mark)
 	}
 	anyOf, oneOf := v.get("anyOf"), v.get("oneOf")
 	if anyOf != nil || oneOf != nil {
@@ -94,105 +102,166 @@ func buildShape(v *jvalue, depth int) *shape {
 		if alt.kind != jArray || len(alt.arr) == 0 {
 			return unknownShape
 		}
-		members := make([]*shape, len(alt.arr))
-		for i, m := range alt.arr {
-			members[i] = buildShape(m, depth+1)
+		mark := len(a.altStack)
+		for _, m := range alt.arr {
+			if !a.alternative(mark, a.shape(m, depth+1)) {
+				return unknownShape
+			}
 		}
-		return union(members)
+		return a.union(mark)
 	}
 
-	var types []string
 	switch t := v.get("type"); {
 	case t == nil:
 		switch {
 		case v.get("properties") != nil || v.get("additionalProperties") != nil ||
 			v.get("patternProperties") != nil || v.get("required") != nil:
-			types = []string{"object"}
+			return a.object(v, depth)
 		case v.get("items") != nil:
-			types = []string{"array"}
-		default:
-			return unknownShape
+			return a.array(v, depth)
 		}
-	case t.kind == jString:
-		types = []string{t.s}
-	case t.kind == jArray:
-		seen := make(map[string]bool, len(t.arr))
-		for _, n := range t.arr {
-			s, ok := n.str()
-			if !ok {
-				return unknownShape
-			}
-			if !seen[s] {
-				seen[s] = true
-				types = append(types, s)
-			}
-		}
-	default:
 		return unknownShape
-	}
-	members := make([]*shape, 0, len(types))
-	for _, t := range types {
-		switch t {
-		case "array":
-			members = append(members, buildArray(v, depth))
-		case "object":
-			members = append(members, buildObject(v, depth))
-		default:
-			p, ok := primShapes[t]
-			if !ok {
+	case t.kind == jString:
+		return a.typed(v, t.s, depth)
+	case t.kind == jArray:
+		for _, n := range t.arr {
+			if n.kind != jString || typeNames[n.s] == 0 {
 				return unknownShape
 			}
-			members = append(members, p)
 		}
+		var seen [8]bool // by typeNames
+		mark := len(a.altStack)
+		for _, n := range t.arr {
+			if id := typeNames[n.s]; !seen[id] { // a type named twice counts once
+				seen[id] = true
+				a.altStack = append(a.altStack, a.typed(v, n.s, depth))
+			}
+		}
+		return a.union(mark)
 	}
-	return union(members)
+	return unknownShape
 }
 
-// literalShape maps a const or enum member: strings, numbers and booleans
+// typeNames numbers the type names of JSON Schema from 1.
+var typeNames = map[string]int{"array": 1, "object": 2, "string": 3, "number": 4, "integer": 5, "boolean": 6, "null": 7}
+
+// typed maps schema node v as of the named type: unknown for a name JSON
+// Schema does not have.
+func (a *arena) typed(v *jvalue, typ string, depth int) *shape {
+	switch typ {
+	case "array":
+		return a.array(v, depth)
+	case "object":
+		return a.object(v, depth)
+	}
+	if p, ok := primShapes[typ]; ok {
+		return p
+	}
+	return unknownShape
+}
+
+// literal maps a const or enum member: strings, numbers and booleans
 // become literals, null becomes null, anything else unknown.
-func literalShape(v *jvalue) *shape {
+func (a *arena) literal(v *jvalue) *shape {
 	switch v.kind {
 	case jString, jNumber, jBool:
-		return &shape{kind: kLiteral, lit: v}
+		s := a.shapes.one()
+		s.kind, s.lit = kLiteral, v
+		return s
 	case jNull:
 		return nullShape
 	}
 	return unknownShape
 }
 
-func buildArray(v *jvalue, depth int) *shape {
-	items := v.get("items")
-	if items == nil || items.kind == jArray { // absent, or a tuple
-		return &shape{kind: kArray, elem: unknownShape}
+func (a *arena) array(v *jvalue, depth int) *shape {
+	s := a.shapes.one()
+	s.kind, s.elem = kArray, unknownShape
+	if items := v.get("items"); items != nil && items.kind != jArray { // not absent, not a tuple
+		s.elem = a.shape(items, depth+1)
 	}
-	return &shape{kind: kArray, elem: buildShape(items, depth+1)}
+	return s
 }
 
-func buildObject(v *jvalue, depth int) *shape {
-	o := &shape{kind: kObject}
-	required := map[string]bool{}
-	var requiredOrder []string
+// smallSet is the size up to which a set of keys is looked through rather
+// than put in a map.
+const smallSet = 16
+
+func (a *arena) object(v *jvalue, depth int) *shape {
+	o := a.shapes.one()
+	o.kind = kObject
+	// The required keys, each once, in order.
+	var reqBuf [smallSet]string
+	required := reqBuf[:0]
+	var requiredSet map[string]bool
 	if r := v.get("required"); r != nil && r.kind == jArray {
 		for _, n := range r.arr {
-			if s, ok := n.str(); ok && !required[s] {
-				required[s] = true
-				requiredOrder = append(requiredOrder, s)
+			k, ok := n.str()
+			if !ok {
+				continue
+			}
+			if requiredSet != nil {
+				if requiredSet[k] {
+					continue
+				}
+				requiredSet[k] = true
+			} else if slices.Contains(required, k) {
+				continue
+			}
+			required = append(required, k)
+			if len(required) == smallSet+1 {
+				requiredSet = a.set()
+				defer a.putSet(requiredSet)
+				for _, k := range required {
+					requiredSet[k] = true
+				}
 			}
 		}
 	}
-	declared := map[string]bool{}
-	if props := v.get("properties"); props != nil && props.kind == jObject {
-		o.fields = make([]field, 0, len(props.keys)+len(requiredOrder))
+	isRequired := func(k string) bool {
+		if requiredSet != nil {
+			return requiredSet[k]
+		}
+		return slices.Contains(required, k)
+	}
+	props := v.get("properties")
+	if props != nil && props.kind != jObject {
+		props = nil
+	}
+	// A required key without a declaration must be present with any value.
+	var declared map[string]bool
+	if props != nil && len(props.keys) > smallSet && len(required) > 0 {
+		declared = a.set()
+		defer a.putSet(declared)
+		for _, k := range props.keys {
+			declared[k] = true
+		}
+	}
+	isDeclared := func(k string) bool {
+		if declared != nil {
+			return declared[k]
+		}
+		return props != nil && slices.Contains(props.keys, k)
+	}
+	n := 0
+	if props != nil {
+		n = len(props.keys)
+	}
+	for _, k := range required {
+		if !isDeclared(k) {
+			n++
+		}
+	}
+	o.fields = a.fields.take(n)[:0]
+	if props != nil {
 		for i, k := range props.keys {
 			ps := props.vals[i]
 			doc, _ := ps.get("description").str()
-			declared[k] = true
-			o.fields = append(o.fields, field{key: k, doc: doc, required: required[k], typ: buildShape(ps, depth+1)})
+			o.fields = append(o.fields, field{key: k, doc: doc, required: isRequired(k), typ: a.shape(ps, depth+1)})
 		}
 	}
-	// A required key without a declaration must be present with any value.
-	for _, k := range requiredOrder {
-		if !declared[k] {
+	for _, k := range required {
+		if !isDeclared(k) {
 			o.fields = append(o.fields, field{key: k, required: true, typ: unknownShape})
 		}
 	}
@@ -207,7 +276,7 @@ func buildObject(v *jvalue, depth int) *shape {
 	case ap.kind == jBool:
 		closed = true
 	default:
-		o.extra = buildShape(ap, depth+1)
+		o.extra = a.shape(ap, depth+1)
 	}
 	if pp := v.get("patternProperties"); pp != nil && (pp.kind != jObject || len(pp.keys) > 0) {
 		o.extra, closed = unknownShape, false // keys matching the patterns are allowed
@@ -221,12 +290,56 @@ func buildObject(v *jvalue, depth int) *shape {
 	return o
 }
 
-// union flattens nested unions, drops duplicate primitives and literals,
-// and collapses to unknown if any member is unknown.
-func union(members []*shape) *shape {
-	var out []*shape
-	seenKind := map[kind]bool{}
-	seenLit := map[[2]string]bool{}
+// alternative adds s to the alternatives of the union gathered from mark,
+// or, when s is unknown (which makes the union unknown), drops them and
+// reports false.
+func (a *arena) alternative(mark int, s *shape) bool {
+	if s.kind == kUnknown {
+		a.altStack = a.altStack[:mark]
+		return false
+	}
+	a.altStack = append(a.altStack, s)
+	return true
+}
+
+// union takes the alternatives gathered from mark: it flattens nested
+// unions, drops duplicate primitives and literals, and collapses to
+// unknown if any member is unknown.
+func (a *arena) union(mark int) *shape {
+	members := a.altStack[mark:]
+	defer func() { a.altStack = a.altStack[:mark] }()
+	var seenKind [kUnion + 1]bool
+	var seenLit map[string]bool // by kind and text, for unions too long to look through
+	var seenLits []*shape
+	dupLit := func(m *shape) bool {
+		if seenLit == nil && len(seenLits) < smallSet {
+			for _, l := range seenLits {
+				if l.lit.kind == m.lit.kind && litText(l.lit) == litText(m.lit) {
+					return true
+				}
+			}
+			seenLits = append(seenLits, m)
+			return false
+		}
+		if seenLit == nil {
+			seenLit = a.set()
+			for _, l := range seenLits {
+				seenLit[litKey(l.lit)] = true
+			}
+		}
+		k := litKey(m.lit)
+		if seenLit[k] {
+			return true
+		}
+		seenLit[k] = true
+		return false
+	}
+	defer func() {
+		if seenLit != nil {
+			a.putSet(seenLit)
+		}
+	}()
+	out := 0 // the alternatives kept, gathered after the members
 	var add func(m *shape) bool
 	add = func(m *shape) bool {
 		switch m.kind {
@@ -243,28 +356,34 @@ func union(members []*shape) *shape {
 			}
 			seenKind[m.kind] = true
 		case kLiteral:
-			k := [2]string{string(rune('0' + m.lit.kind)), litText(m.lit)}
-			if seenLit[k] {
+			if dupLit(m) {
 				return true
 			}
-			seenLit[k] = true
 		}
-		out = append(out, m)
+		a.altStack = append(a.altStack, m)
+		out++
 		return true
 	}
-	for _, m := range members {
-		if !add(m) {
+	for i := range members {
+		if !add(a.altStack[mark+i]) {
 			return unknownShape
 		}
 	}
-	switch len(out) {
+	kept := a.altStack[len(a.altStack)-out:]
+	switch out {
 	case 0:
 		return unknownShape
 	case 1:
-		return out[0]
+		return kept[0]
 	}
-	return &shape{kind: kUnion, members: out}
+	u := a.shapes.one()
+	u.kind, u.members = kUnion, a.alts.take(out)
+	copy(u.members, kept)
+	return u
 }
+
+// litKey is a literal's kind and text, as one string.
+func litKey(v *jvalue) string { return string(rune('0'+v.kind)) + litText(v) }
 
 // litText is the canonical text of a literal's value (the JSON number
 // text, the string value, or true/false).

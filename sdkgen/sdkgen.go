@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -89,20 +88,8 @@ var (
 // ErrUnknownFormat and names the known values); the empty format means
 // FormatPrompt.
 func Render(lang Language, format Format, tools []Tool) (string, error) {
-	if format == "" {
-		format = FormatPrompt
-	}
-	if !slices.Contains(Formats(), format) {
-		return "", fmt.Errorf("%w %q (known: %s, %s, %s)", ErrUnknownFormat, format, FormatPrompt, FormatSource, FormatIndex)
-	}
-	renderers := map[Language]map[Format]func([]Tool) string{
-		TypeScript: {FormatPrompt: TypeScriptPrompt, FormatSource: TypeScriptSource, FormatIndex: TypeScriptIndex},
-		Python:     {FormatPrompt: PythonPrompt, FormatSource: PythonSource, FormatIndex: PythonIndex},
-	}
-	if r, ok := renderers[lang]; ok {
-		return r[format](tools), nil
-	}
-	return "", fmt.Errorf("%w %q (known: %s, %s)", ErrUnknownLanguage, lang, Python, TypeScript)
+	r, err := RenderWith(lang, format, tools, RenderOptions{})
+	return r.Text, err
 }
 
 // visible returns the tools an SDK shows, in SDK order: names (and

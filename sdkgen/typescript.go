@@ -1,7 +1,8 @@
 package sdkgen
 
 import (
-	"strings"
+	"bytes"
+	"hash/maphash"
 )
 
 // tsInstructions is the fixed text in front of the TypeScript declarations.
@@ -35,176 +36,295 @@ const tsOutputSentence = " A tool declared with another result type (from its ou
 // Promise<string>, or, for a tool with an OutputSchema, to a Promise of the
 // type that schema describes. `tsc --noEmit --strict` accepts it.
 func TypeScriptSource(tools []Tool) string {
-	var b strings.Builder
-	ts := visible(tools)
-	if len(ts) == 0 {
-		return "declare const tools: {};\n"
-	}
-	b.WriteString("declare const tools: {\n")
-	for _, t := range ts {
-		writeTSMember(&b, t)
-	}
-	b.WriteString("};\n")
-	return b.String()
-}
-
-// writeTSMember writes t's member of the tools object: its JSDoc, quoted
-// name and function type.
-func writeTSMember(b *strings.Builder, t Tool) {
-	writeTSDoc(b, "  ", t.Description)
-	b.WriteString("  ")
-	b.WriteString(quoteTS(t.Name))
-	b.WriteString(": (args: ")
-	b.WriteString(tsType(buildShape(parseJSON(t.InputSchema), 0), "  "))
-	b.WriteString(") => Promise<")
-	if t.hasOutput() {
-		b.WriteString(tsType(buildShape(parseJSON(t.OutputSchema), 0), "  "))
-	} else {
-		b.WriteString("string")
-	}
-	b.WriteString(">;\n")
+	return render(TypeScript, FormatSource, tools, RenderOptions{}).Text
 }
 
 // TypeScriptPrompt renders the whole TypeScript SDK prompt section: usage
 // instructions followed by the declaration block in a Markdown code block.
 func TypeScriptPrompt(tools []Tool) string {
-	return instructions(tsInstructions, tsTextResult, tsOutputSentence, tools) + fence("ts", TypeScriptSource(tools))
+	return render(TypeScript, FormatPrompt, tools, RenderOptions{}).Text
 }
 
-// instructions returns the fixed text, with sentence added after anchor
-// when a visible tool declares a structured result: a tool set without
-// output schemas keeps its text byte for byte.
-func instructions(text, anchor, sentence string, tools []Tool) string {
-	if !anyOutput(visible(tools)) {
-		return text
-	}
-	return strings.Replace(text, anchor, anchor+sentence, 1)
+func (r *renderer) tsPrompt(ts []Tool) {
+	r.w.instructions(tsInstructions, tsTextResult, tsOutputSentence, ts)
+	r.w.fenced("ts", func() { r.tsSource(ts) })
 }
 
-// writeTSDoc writes desc as a JSDoc comment at indent. "*/" cannot end the
-// comment early (it is written "*\/"), and a line whose text starts with
-// "@" is written "\@" so that it is not read as a block tag.
-func writeTSDoc(b *strings.Builder, indent, desc string) {
-	lines := docLines(desc)
-	if len(lines) == 0 {
+// tsSource writes the declaration block of ts, visible tools.
+func (r *renderer) tsSource(ts []Tool) {
+	w := r.w
+	if len(ts) == 0 {
+		w.str("declare const tools: {};\n")
 		return
 	}
-	for i, l := range lines {
-		l = strings.ReplaceAll(l, "*/", `*\/`)
-		if t := strings.TrimLeft(l, " \t"); strings.HasPrefix(t, "@") {
-			l = l[:len(l)-len(t)] + `\` + t
+	w.str("declare const tools: {\n")
+	rest := estimate(ts)
+	for _, t := range ts {
+		w.rest = rest + 64
+		r.tsMember(t)
+		if w.full() {
+			return
 		}
-		lines[i] = l
+		rest -= toolEstimate(t)
 	}
-	if len(lines) == 1 {
-		b.WriteString(indent + "/** " + lines[0] + " */\n")
+	w.rest = 64
+	w.str("};\n")
+}
+
+// tsMember writes t's member of the tools object: its JSDoc, quoted name
+// and function type.
+func (r *renderer) tsMember(t Tool) {
+	w := r.w
+	r.a.reset()
+	r.tsDoc(2, t.Description)
+	w.str("  ")
+	w.quoteTS(t.Name)
+	w.str(": (args: ")
+	r.tsType(r.a.shape(r.a.parse(t.InputSchema), 0), 2)
+	w.str(") => Promise<")
+	if t.hasOutput() {
+		r.tsType(r.a.shape(r.a.parse(t.OutputSchema), 0), 2)
+	} else {
+		w.str("string")
+	}
+	w.str(">;\n")
+}
+
+// tsDoc writes desc as a JSDoc comment indented by indent spaces. "*/"
+// cannot end the comment early (it is written "*\/"), and a line whose
+// text starts with "@" is written "\@" so that it is not read as a block
+// tag.
+func (r *renderer) tsDoc(indent int, desc string) {
+	w := r.w
+	span, oneLine := docSpan(desc)
+	if span == "" {
 		return
 	}
-	b.WriteString(indent + "/**\n")
-	for _, l := range lines {
-		if l == "" {
-			b.WriteString(indent + " *\n")
+	w.spaces(indent)
+	if oneLine {
+		w.str("/** ")
+		w.jsdocLine(r.docLine(span))
+		w.str(" */\n")
+		return
+	}
+	w.str("/**\n")
+	for !w.full() {
+		line, rest, more := nextLine(span)
+		w.spaces(indent)
+		if l := r.docLine(line); len(l) == 0 {
+			w.str(" *\n")
 		} else {
-			b.WriteString(indent + " * " + l + "\n")
+			w.str(" * ")
+			w.jsdocLine(l)
+			w.byte('\n')
 		}
+		if !more {
+			break
+		}
+		span = rest
 	}
-	b.WriteString(indent + " */\n")
+	w.spaces(indent)
+	w.str(" */\n")
 }
 
-// tsKey renders a property key: bare when it is an ASCII identifier,
+// jsdocLine writes a doc line inside a JSDoc comment.
+func (w *out) jsdocLine(l []byte) {
+	if t := bytes.TrimLeft(l, " \t"); len(t) > 0 && t[0] == '@' {
+		w.bytes(l[:len(l)-len(t)])
+		w.byte('\\')
+		l = t
+	}
+	for {
+		i := bytes.Index(l, []byte("*/"))
+		if i < 0 {
+			w.bytes(l)
+			return
+		}
+		w.bytes(l[:i])
+		w.str(`*\/`)
+		l = l[i+2:]
+	}
+}
+
+// tsKey writes a property key: bare when it is an ASCII identifier,
 // quoted otherwise.
-func tsKey(k string) string {
+func (w *out) tsKey(k string) {
 	if isASCIIIdent(k, "_$") {
-		return k
+		w.str(k)
+		return
 	}
-	return quoteTS(k)
+	w.quoteTS(k)
 }
 
-// tsType renders s; a multi-line result continues at indent (the
-// indentation of the line the type starts on).
-func tsType(s *shape, indent string) string {
+// tsType writes s; a multi-line type continues at indent (the indentation
+// of the line the type starts on).
+func (r *renderer) tsType(s *shape, indent int) {
+	w := r.w
 	switch s.kind {
 	case kNever:
-		return "never"
+		w.str("never")
 	case kString:
-		return "string"
+		w.str("string")
 	case kNumber, kInteger:
-		return "number"
+		w.str("number")
 	case kBoolean:
-		return "boolean"
+		w.str("boolean")
 	case kNull:
-		return "null"
+		w.str("null")
 	case kLiteral:
-		switch s.lit.kind {
-		case jString:
-			return quoteTS(s.lit.s)
-		default:
-			return litText(s.lit) // JSON numbers and booleans are TS literals
+		if s.lit.kind == jString {
+			w.quoteTS(s.lit.s)
+		} else {
+			w.str(litText(s.lit)) // JSON numbers and booleans are TS literals
 		}
 	case kArray:
-		e := tsType(s.elem, indent)
 		if s.elem.kind == kUnion {
-			e = "(" + e + ")"
+			w.byte('(')
+			r.tsType(s.elem, indent)
+			w.byte(')')
+		} else {
+			r.tsType(s.elem, indent)
 		}
-		return e + "[]"
+		w.str("[]")
 	case kObject:
-		return tsObject(s, indent)
+		r.tsObject(s, indent)
 	case kUnion:
-		seen := make(map[string]bool, len(s.members))
-		parts := make([]string, 0, len(s.members))
-		for _, m := range s.members {
-			t := tsType(m, indent)
-			if !seen[t] {
-				seen[t] = true
-				parts = append(parts, t)
-			}
-		}
-		return strings.Join(parts, " | ")
+		r.tsUnion(s, indent)
+	default:
+		w.str("unknown")
 	}
-	return "unknown"
 }
 
-func tsObject(s *shape, indent string) string {
-	if len(s.fields) == 0 {
-		return "{ [key: string]: " + tsType(s.extra, indent) + " }"
-	}
-	inner := indent + "  "
-	var b strings.Builder
-	b.WriteString("{\n")
-	types := make([]string, len(s.fields))
-	for i, f := range s.fields {
-		types[i] = tsType(f.typ, inner)
-		writeTSDoc(&b, inner, f.doc)
-		b.WriteString(inner)
-		b.WriteString(tsKey(f.key))
-		if !f.required {
-			b.WriteByte('?')
+// tsUnion writes the alternatives of a union, each once: an alternative
+// written the same as an earlier one (number and integer, two records
+// alike) is cut again.
+func (r *renderer) tsUnion(s *shape, indent int) {
+	w := r.w
+	mark := len(r.spans)
+	defer func() { r.spans = r.spans[:mark] }()
+	var byHash map[uint64]int
+	for i, m := range s.members {
+		if i == 0 {
+			from := len(w.b)
+			r.tsType(m, indent)
+			r.spans = append(r.spans, span{from: from, to: len(w.b)})
+			continue
 		}
-		b.WriteString(": ")
-		b.WriteString(types[i])
-		b.WriteString(";\n")
+		at := len(w.b)
+		w.tentative++
+		w.str(" | ")
+		from := len(w.b)
+		r.tsType(m, indent)
+		w.tentative--
+		if !r.keep(mark, from, &byHash) {
+			w.cut(at)
+		}
+		if w.full() {
+			return
+		}
+	}
+}
+
+// keep adds the text written from position from to the alternatives kept
+// from mark on, unless it is the same as one of them; it reports whether
+// it did. A long union looks its alternatives up by hash (byHash, made on
+// the first need), a short one through them.
+func (r *renderer) keep(mark, from int, byHash *map[uint64]int) bool {
+	b := r.w.b
+	text := b[from:]
+	kept := r.spans[mark:]
+	if *byHash == nil && len(kept) < smallSet {
+		for _, k := range kept {
+			if bytes.Equal(b[k.from:k.to], text) {
+				return false
+			}
+		}
+		r.spans = append(r.spans, span{from: from, to: len(b)})
+		return true
+	}
+	if *byHash == nil {
+		if r.seed == (maphash.Seed{}) {
+			r.seed = maphash.MakeSeed()
+		}
+		*byHash = make(map[uint64]int, 2*len(kept))
+		for i := range kept {
+			kept[i].hash = maphash.Bytes(r.seed, b[kept[i].from:kept[i].to])
+			(*byHash)[kept[i].hash] = i
+		}
+	}
+	h := maphash.Bytes(r.seed, text)
+	if i, ok := (*byHash)[h]; ok {
+		if bytes.Equal(b[kept[i].from:kept[i].to], text) {
+			return false
+		}
+		for _, k := range kept { // two texts with one hash: look through all
+			if k.hash == h && bytes.Equal(b[k.from:k.to], text) {
+				return false
+			}
+		}
+	} else {
+		(*byHash)[h] = len(kept)
+	}
+	r.spans = append(r.spans, span{from: from, to: len(b), hash: h})
+	return true
+}
+
+func (r *renderer) tsObject(s *shape, indent int) {
+	w := r.w
+	if len(s.fields) == 0 {
+		w.str("{ [key: string]: ")
+		r.tsType(s.extra, indent)
+		w.str(" }")
+		return
+	}
+	inner := indent + 2
+	mark := len(r.spans)
+	defer func() { r.spans = r.spans[:mark] }()
+	w.str("{\n")
+	for _, f := range s.fields {
+		r.tsDoc(inner, f.doc)
+		w.spaces(inner)
+		w.tsKey(f.key)
+		if !f.required {
+			w.byte('?')
+		}
+		w.str(": ")
+		from := len(w.b)
+		r.tsType(f.typ, inner)
+		r.spans = append(r.spans, span{from: from, to: len(w.b)})
+		w.str(";\n")
+		if w.full() {
+			return
+		}
 	}
 	if s.extra != nil {
 		// Under --strict every declared property must be assignable to the
 		// index signature, an optional one with undefined. Keep the schema's
 		// type only when that holds trivially (every property has exactly
 		// that type); otherwise the signature says unknown.
-		extra := tsType(s.extra, inner)
-		if extra != "unknown" {
+		w.spaces(inner)
+		w.str("[key: string]: ")
+		from := len(w.b)
+		w.tentative++
+		r.tsType(s.extra, inner)
+		w.tentative--
+		if extra := w.since(from); string(extra) != "unknown" {
 			optional := false
 			for i, f := range s.fields {
-				if types[i] != extra {
-					extra = "unknown"
+				if k := r.spans[mark+i]; !bytes.Equal(w.b[k.from:k.to], extra) {
+					w.cut(from)
+					w.str("unknown")
+					optional = false
 					break
 				}
 				optional = optional || !f.required
 			}
-			if optional && extra != "unknown" {
-				extra += " | undefined"
+			if optional {
+				w.str(" | undefined")
 			}
 		}
-		b.WriteString(inner + "[key: string]: " + extra + ";\n")
+		w.str(";\n")
 	}
-	b.WriteString(indent + "}")
-	return b.String()
+	w.spaces(indent)
+	w.byte('}')
 }

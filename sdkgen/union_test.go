@@ -137,7 +137,7 @@ func TestPythonUnionNeverAny(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := buildShape(parseJSON([]byte(tt.schema)), 0)
-			m := &pyModule{used: map[string]bool{}, next: map[string]int{}}
+			m := newPyModule()
 			py := m.typ(s, "Args", 0)
 			ts := tsType(s, "")
 			pyAlts, tsAlts := splitAlternatives(py), splitAlternatives(ts)
