@@ -39,6 +39,12 @@ type Assembly struct {
 	// Sections holds the SDK section (SectionSDK) in ModeCode and ModeBoth,
 	// the full SDK or the index as WithSDK says; it is empty in ModeNative.
 	Sections []PromptSection `json:"sections"`
+
+	// runCodeSDK is run_code's description, a blank line and the SDK
+	// section, rendered as one string whose end is the section's text:
+	// MCPTools offers it as run_code's description without a copy of the
+	// SDK (see withSDK).
+	runCodeSDK string
 }
 
 // Assemble returns the wire tool list and prompt sections for scope.
@@ -66,16 +72,21 @@ func (r *Registry) Assemble(ctx context.Context, scope Scope) (Assembly, error) 
 		}
 	}
 	if mode.codeMode() {
-		rt, render, flavor, err := r.codeRuntime()
+		rt, lang, flavor, err := r.codeRuntime()
 		if err != nil {
 			return Assembly{}, fmt.Errorf("assemble tools: %w", err)
 		}
-		text, index := r.sdkSection(rt.Language(), render, sdkTools(visible))
-		asm.Tools = append(asm.Tools, flavor.wireTool())
+		run := flavor.wireTool()
+		text, joined, index, err := r.sdkSection(lang, sdkTools(visible), run.Description+sdkSeparator)
+		if err != nil {
+			return Assembly{}, fmt.Errorf("assemble tools: %w", err)
+		}
+		asm.Tools = append(asm.Tools, run)
 		if index {
 			asm.Tools = append(asm.Tools, describeWireTool(rt.Language()))
 		}
 		asm.Sections = append(asm.Sections, PromptSection{Name: SectionSDK, Text: text})
+		asm.runCodeSDK = joined
 	}
 	return asm, nil
 }

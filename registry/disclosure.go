@@ -88,19 +88,6 @@ func WithSDKAutoThreshold(n int) Option {
 	}
 }
 
-// sdkIndexRenderers and sdkSourceRenderers map a language to its index
-// and its declaration-block renderer; their keys are sdkRenderers' keys.
-var (
-	sdkIndexRenderers = map[backend.Language]sdkRenderer{
-		backend.TypeScript: sdkgen.TypeScriptIndex,
-		backend.Python:     sdkgen.PythonIndex,
-	}
-	sdkSourceRenderers = map[backend.Language]sdkRenderer{
-		backend.TypeScript: sdkgen.TypeScriptSource,
-		backend.Python:     sdkgen.PythonSource,
-	}
-)
-
 // describeFlavors holds describe_tools' description per language.
 var describeFlavors = map[backend.Language]string{
 	backend.TypeScript: "Get the full TypeScript declarations of tools listed in the SDK index: argument and result types and documentation. " +
@@ -118,34 +105,42 @@ func describeWireTool(lang backend.Language) WireTool {
 	return WireTool{Name: DescribeTools, Description: describeFlavors[lang], Parameters: describeParameters}
 }
 
-// sdkSection renders the SDK section for tools in lang: the full SDK or
-// the index, as the view says; index reports which.
-func (r *Registry) sdkSection(lang backend.Language, full sdkRenderer, tools []sdkgen.Tool) (text string, index bool) {
+// sdkSection renders the SDK section for tools in lang, the full SDK or
+// the index as the view says (index reports which), after prefix in one
+// string, joined: the section is joined without prefix. SDKAuto asks for
+// the full SDK within the threshold, so telling that a large tool set is
+// past it costs about the threshold's bytes of rendering, not the full SDK.
+func (r *Registry) sdkSection(lang sdkgen.Language, tools []sdkgen.Tool, prefix string) (text, joined string, index bool, err error) {
+	opts := sdkgen.RenderOptions{Prefix: prefix}
+	format := sdkgen.FormatPrompt
 	switch r.cfg.sdkView {
 	case SDKIndex:
-		return sdkIndexRenderers[lang](tools), true
+		format = sdkgen.FormatIndex
 	case SDKAuto:
-		text = full(tools)
-		if len(text) > r.cfg.sdkThreshold {
-			return sdkIndexRenderers[lang](tools), true
-		}
-		return text, false
+		opts.Limit = r.cfg.sdkThreshold
 	}
-	return full(tools), false
+	res, err := r.render(lang, format, tools, opts)
+	if err == nil && res.Over {
+		format, opts.Limit = sdkgen.FormatIndex, 0
+		res, err = r.render(lang, format, tools, opts)
+	}
+	if err != nil {
+		return "", "", false, err
+	}
+	joined, ok := strings.CutPrefix(res.Text, prefix)
+	if !ok { // a renderer that does not write the prefix
+		return res.Text, "", format == sdkgen.FormatIndex, nil
+	}
+	return joined, res.Text, format == sdkgen.FormatIndex, nil
 }
 
 // describeTools executes a describe_tools call: the declarations, in the
 // runtime's language, of the named tools the call's scope can see. A name
 // the scope hides is unknown, exactly like a name no tool has.
 func (r *Registry) describeTools(_ context.Context, exec Execution) Result {
-	_, _, _, err := r.codeRuntime()
+	_, lang, _, err := r.codeRuntime()
 	if err != nil {
 		return errorResult(fmt.Errorf("%s: %w", DescribeTools, err))
-	}
-	lang := r.cfg.runtime.Language()
-	render, ok := sdkSourceRenderers[lang]
-	if !ok {
-		return errorResult(errorf(errdefs.ErrFailedPrecondition, "%s: code runtime language %q has no SDK renderer", DescribeTools, lang))
 	}
 	names, err := parseDescribeArgs(exec.Arguments)
 	if err != nil {
@@ -155,7 +150,11 @@ func (r *Registry) describeTools(_ context.Context, exec Execution) Result {
 	if len(unknown) > 0 {
 		return errorResult(errorf(errdefs.ErrNotFound, "%s: %s; ask for tools by their names as the SDK index lists them", DescribeTools, unknownList(unknown)))
 	}
-	return Result{Content: []Block{TextBlock(render(selected))}}
+	res, err := r.render(lang, sdkgen.FormatSource, selected, sdkgen.RenderOptions{})
+	if err != nil {
+		return errorResult(fmt.Errorf("%s: %w", DescribeTools, err))
+	}
+	return Result{Content: []Block{TextBlock(res.Text)}}
 }
 
 // parseDescribeArgs extracts the names of normalized describe_tools

@@ -247,12 +247,10 @@ func TestParseSDKView(t *testing.T) {
 	}
 }
 
-// The per-language tables of disclosure have the renderer table's keys.
+// The per-language table of disclosure has the SDK language table's keys.
 func TestDisclosureTables(t *testing.T) {
-	want := slices.Sorted(maps.Keys(sdkRenderers))
+	want := slices.Sorted(maps.Keys(sdkLanguages))
 	for name, keys := range map[string][]backend.Language{
-		"index":    slices.Sorted(maps.Keys(sdkIndexRenderers)),
-		"source":   slices.Sorted(maps.Keys(sdkSourceRenderers)),
 		"describe": slices.Sorted(maps.Keys(describeFlavors)),
 	} {
 		if !slices.Equal(keys, want) {

@@ -31,18 +31,24 @@
 // run_code plus the "tools:sdk" prompt section, the SDK sdkgen renders for
 // the visible tools (sorted, byte-stable, never run_code); both offers both.
 // The SDK's language is the runtime's: two tables keyed by
-// backend.Language pick the SDK renderer and run_code's description and
+// backend.Language pick the SDK's language and run_code's description and
 // code-parameter description, so the prompt and the transport always
 // speak one language. Code Mode with no runtime, or with a runtime whose
 // language has no renderer, fails loudly naming the known languages;
-// ModeNative never needs a runtime.
+// ModeNative never needs a runtime. The section is rendered once per
+// Assemble, into one string that starts with run_code's description: the
+// section is its end, and Assembly.MCPTools gives run_code that string as
+// its description, so an SDK of megabytes is held once, not copied for
+// MCP (sdkgen.RenderOptions.Prefix).
 //
 // # Progressive disclosure: the SDK index and describe_tools
 //
 // WithSDK chooses what the SDK section carries: SDKFull (the default),
 // every tool's declaration; SDKIndex, sdkgen's index, one line per tool
 // grouped by Tool.Source; SDKAuto, the index when the full SDK would be
-// longer than WithSDKAutoThreshold bytes (DefaultSDKAutoThreshold). With
+// longer than WithSDKAutoThreshold bytes (DefaultSDKAutoThreshold), which
+// it tells by rendering the full SDK only until it passes the threshold
+// (sdkgen.RenderOptions.Limit), never the whole of a large one. With
 // the index, a second reserved tool, describe_tools, is offered next to
 // run_code: {"names": [...]} returns exactly what sdkgen renders as the
 // declaration block (FormatSource) of those tools, in the runtime's

@@ -12,21 +12,21 @@ import (
 )
 
 // Language dispatch (seed 004). The runtime's Language() is the single source
-// of truth; two parallel tables map it to the SDK renderer and to the
-// model-facing run_code strings, so the SDK section and the transport schema
-// always speak the same language. Adding a language is one entry in each
-// table plus its sdkgen renderer; a test pins the two key sets equal. A
-// language absent from the tables fails assembly and run_code loudly: there
-// is no fallback that would show the model the wrong language.
+// of truth; two parallel tables map it to the language sdkgen renders its SDK
+// in and to the model-facing run_code strings, so the SDK section and the
+// transport schema always speak the same language. Adding a language is one
+// entry in each table plus its sdkgen renderer; a test pins the two key sets
+// equal. A language absent from the tables fails assembly and run_code
+// loudly: there is no fallback that would show the model the wrong language.
 
-// sdkRenderer renders the whole SDK prompt section for a tool set.
-type sdkRenderer func(tools []sdkgen.Tool) string
-
-// sdkRenderers maps a language to its tools:sdk renderer.
-var sdkRenderers = map[backend.Language]sdkRenderer{
-	backend.TypeScript: sdkgen.TypeScriptPrompt,
-	backend.Python:     sdkgen.PythonPrompt,
+// sdkLanguages maps a runtime language to the language of its SDK.
+var sdkLanguages = map[backend.Language]sdkgen.Language{
+	backend.TypeScript: sdkgen.TypeScript,
+	backend.Python:     sdkgen.Python,
 }
+
+// sdkRenderer renders an SDK text: sdkgen.RenderWith.
+type sdkRenderer func(sdkgen.Language, sdkgen.Format, []sdkgen.Tool, sdkgen.RenderOptions) (sdkgen.Rendered, error)
 
 // runCodeFlavor holds the two model-facing run_code strings of a language.
 type runCodeFlavor struct {
@@ -58,37 +58,37 @@ var runCodeFlavors = map[backend.Language]runCodeFlavor{
 	},
 }
 
-// knownLanguages lists the languages with an SDK renderer, sorted.
-func knownLanguages(renderers map[backend.Language]sdkRenderer) string {
-	names := make([]string, 0, len(renderers))
-	for l := range renderers {
+// knownLanguages lists the languages with an SDK, sorted.
+func knownLanguages() string {
+	names := make([]string, 0, len(sdkLanguages))
+	for l := range sdkLanguages {
 		names = append(names, string(l))
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")
 }
 
-// codeRuntime returns the runtime Code Mode needs, with its renderer and
-// run_code flavor, or an error wrapping errdefs.ErrFailedPrecondition that
-// names the known languages.
-func (r *Registry) codeRuntime() (backend.Runtime, sdkRenderer, runCodeFlavor, error) {
+// codeRuntime returns the runtime Code Mode needs, with its SDK's language
+// and run_code flavor, or an error wrapping errdefs.ErrFailedPrecondition
+// that names the known languages.
+func (r *Registry) codeRuntime() (backend.Runtime, sdkgen.Language, runCodeFlavor, error) {
 	rt := r.cfg.runtime
 	if rt == nil {
-		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "tool mode %q needs a code runtime and none is configured (known languages: %s)",
-			r.cfg.mode, knownLanguages(r.renderers))
+		return nil, "", runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "tool mode %q needs a code runtime and none is configured (known languages: %s)",
+			r.cfg.mode, knownLanguages())
 	}
 	lang := rt.Language()
-	render, ok := r.renderers[lang]
+	sdkLang, ok := sdkLanguages[lang]
 	if !ok {
-		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no SDK renderer (known languages: %s)",
-			lang, knownLanguages(r.renderers))
+		return nil, "", runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no SDK renderer (known languages: %s)",
+			lang, knownLanguages())
 	}
 	flavor, ok := runCodeFlavors[lang]
 	if !ok { // unreachable while the tables are in step (see the tables test)
-		return nil, nil, runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no run_code description (known languages: %s)",
-			lang, knownLanguages(r.renderers))
+		return nil, "", runCodeFlavor{}, errorf(errdefs.ErrFailedPrecondition, "code runtime language %q has no run_code description (known languages: %s)",
+			lang, knownLanguages())
 	}
-	return rt, render, flavor, nil
+	return rt, sdkLang, flavor, nil
 }
 
 // wireTool is run_code's schema in the given flavor.

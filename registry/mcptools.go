@@ -31,14 +31,34 @@ func (a Assembly) MCPTools() []MCPTool {
 	for _, t := range a.Tools {
 		m := MCPTool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
 		if t.Name == RunCode {
-			if sdk != "" {
-				m.Description += "\n\n" + sdk
-			}
+			m.Description = a.withSDK(m.Description, sdk)
 			m.OutputSchema = RunCodeOutputSchema
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// sdkSeparator separates run_code's description from the SDK section it
+// carries over MCP.
+const sdkSeparator = "\n\n"
+
+// withSDK is desc, run_code's description, followed by sdkSeparator and
+// sdk, the SDK section; desc alone without one. When Assemble rendered
+// them as one string (runCodeSDK) and the assembly still holds what it
+// rendered, it is that string: the SDK, which can be megabytes, is not
+// copied. Telling costs a comparison of lengths and pointers (two strings
+// sharing their bytes compare equal without reading them); an assembly
+// changed since it was assembled gets a copy with its own text.
+func (a Assembly) withSDK(desc, sdk string) string {
+	if sdk == "" {
+		return desc
+	}
+	if j := a.runCodeSDK; len(j) == len(desc)+len(sdkSeparator)+len(sdk) && j[len(j)-len(sdk):] == sdk &&
+		j[:len(desc)] == desc && j[len(desc):len(desc)+len(sdkSeparator)] == sdkSeparator {
+		return j
+	}
+	return desc + sdkSeparator + sdk
 }
 
 // RunCodeOutput is run_code's structured result where a caller takes one

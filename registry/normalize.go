@@ -162,10 +162,14 @@ type tape struct {
 	n      int
 	// hint bounds the entries: every value starts at a byte of its own
 	// (a scalar's text, a container's opening bracket), so a tape of an
-	// n-byte input holds at most n entries. The first chunk is sized to
-	// it, not to tapeChunk: a small argument object costs a few hundred
-	// bytes of tape, not 196 KiB. (The bound also means the first chunk
-	// never reallocates, so pointers from at stay valid.)
+	// n-byte input holds at most n entries. The first chunk starts at a
+	// sixty-fourth of it (and a few): a small argument object costs a few
+	// hundred bytes of tape, not 196 KiB, and a schema of long
+	// descriptions, a few entries for hundreds of bytes, no longer costs
+	// twelve bytes of tape a byte (a 15 MiB tool list, rebuilt into a new
+	// registry on every change, allocated 190 MiB of tape). Denser input
+	// grows the first chunk once, to the bound; no pointer from at is held
+	// across an add.
 	hint int
 }
 
@@ -174,12 +178,15 @@ const tapeChunk = 1 << 14
 func (t *tape) add(e tapeEntry) int {
 	if t.n%tapeChunk == 0 {
 		size := tapeChunk
-		if t.n == 0 && t.hint > 0 && t.hint < tapeChunk {
-			size = t.hint
+		if t.n == 0 && t.hint > 0 {
+			size = min(t.hint, 64+t.hint/64, tapeChunk)
 		}
 		t.chunks = append(t.chunks, make([]tapeEntry, 0, size))
 	}
 	c := &t.chunks[len(t.chunks)-1]
+	if len(*c) == cap(*c) { // the first chunk, started small: to its bound at once
+		*c = append(make([]tapeEntry, 0, min(t.hint, tapeChunk)), *c...)
+	}
 	*c = append(*c, e)
 	t.n++
 	return t.n - 1

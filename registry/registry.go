@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/sdkgen"
 )
 
 // RunCode is the name of the reserved Code Mode transport tool. It cannot be
@@ -25,9 +26,9 @@ type Registry struct {
 	mu    sync.RWMutex
 	tools map[string]Tool
 
-	// renderers is the SDK renderer table; a field so in-package tests can
-	// observe which renderer assembly picked.
-	renderers map[backend.Language]sdkRenderer
+	// render renders the SDK (sdkgen.RenderWith); a field so in-package
+	// tests can observe what assembly asks of it.
+	render sdkRenderer
 }
 
 type config struct {
@@ -142,7 +143,7 @@ func New(opts ...Option) *Registry {
 	for _, o := range opts {
 		o(&c)
 	}
-	return &Registry{cfg: c, tools: make(map[string]Tool), renderers: sdkRenderers}
+	return &Registry{cfg: c, tools: make(map[string]Tool), render: sdkgen.RenderWith}
 }
 
 // Mode reports the configured presentation mode.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -217,8 +216,12 @@ func TestAssembleSDKListsExecutableTools(t *testing.T) {
 		t.Run(string(mode), func(t *testing.T) {
 			r := newReg(t, WithMode(mode), WithRuntime(registrytest.New(backend.Python)))
 			var got []sdkgen.Tool
-			r.renderers = map[backend.Language]sdkRenderer{
-				backend.Python: func(tools []sdkgen.Tool) string { got = tools; return "SDK" },
+			r.render = func(lang sdkgen.Language, format sdkgen.Format, tools []sdkgen.Tool, _ sdkgen.RenderOptions) (sdkgen.Rendered, error) {
+				if lang != sdkgen.Python || format != sdkgen.FormatPrompt {
+					t.Errorf("rendered %s %s, want python prompt", lang, format)
+				}
+				got = tools
+				return sdkgen.Rendered{Text: "SDK"}, nil
 			}
 			mustRegister(t, r, echoTool("zeta"), echoTool("hidden"), echoTool("Alpha"), echoTool("mid"))
 			scope := Scope{}.Restrict(Deny("hidden"))
@@ -260,7 +263,7 @@ func TestAssembleSDKListsExecutableTools(t *testing.T) {
 // table have the same languages, and those are exactly the languages the
 // seam knows, so every known runtime language is live.
 func TestLanguageTablesInStep(t *testing.T) {
-	renderers := slices.Sorted(maps.Keys(sdkRenderers))
+	renderers := slices.Sorted(maps.Keys(sdkLanguages))
 	flavors := slices.Sorted(maps.Keys(runCodeFlavors))
 	if !slices.Equal(renderers, flavors) {
 		t.Fatalf("renderer languages %q != run_code flavor languages %q", renderers, flavors)
@@ -276,17 +279,15 @@ func TestLanguageTablesInStep(t *testing.T) {
 	}
 }
 
-// TestLanguageRenderers pins which sdkgen renderer each language uses.
+// TestLanguageRenderers pins which sdkgen language each runtime language's
+// SDK is rendered in.
 func TestLanguageRenderers(t *testing.T) {
-	want := map[backend.Language]sdkRenderer{
-		backend.TypeScript: sdkgen.TypeScriptPrompt,
-		backend.Python:     sdkgen.PythonPrompt,
+	want := map[backend.Language]sdkgen.Language{
+		backend.TypeScript: sdkgen.TypeScript,
+		backend.Python:     sdkgen.Python,
 	}
-	for lang, fn := range want {
-		got := reflect.ValueOf(sdkRenderers[lang]).Pointer()
-		if got != reflect.ValueOf(fn).Pointer() {
-			t.Errorf("%s renders with the wrong function", lang)
-		}
+	if !maps.Equal(sdkLanguages, want) {
+		t.Errorf("SDK languages %v, want %v", sdkLanguages, want)
 	}
 }
 

@@ -179,11 +179,11 @@ func normalizeOutputSchema(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	canon, err := canonicalJSON(raw)
+	kind, err := checkJSON(raw)
 	if err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "output schema: %w", err)
 	}
-	if canon[0] != '{' && canon[0] != 't' && canon[0] != 'f' {
+	if kind != '{' && kind != 't' && kind != 'f' {
 		return nil, errorf(errdefs.ErrInvalidArgument, "output schema must be a JSON object or boolean")
 	}
 	return compact(raw)
@@ -195,19 +195,36 @@ func normalizeAnnotations(raw json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	canon, err := canonicalJSON(raw)
+	kind, err := checkJSON(raw)
 	if err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "annotations: %w", err)
 	}
-	if canon[0] != '{' {
+	if kind != '{' {
 		return nil, errorf(errdefs.ErrInvalidArgument, "annotations must be a JSON object")
 	}
 	return compact(raw)
 }
 
+// checkJSON checks that raw is one lossless JSON value without duplicate
+// keys and returns the first byte of its text, which tells its kind. It
+// builds no canonical form (CheckLossless): a schema of long descriptions
+// costs its tape, not copies of its text — a tool source's list is
+// checked again by every registry it is rebuilt into, on every change
+// (issue 24 §7).
+func checkJSON(raw json.RawMessage) (byte, error) {
+	if err := CheckLossless(raw); err != nil {
+		return 0, err
+	}
+	return raw[skipSpace(raw, 0)], nil
+}
+
 // compact returns raw compacted: raw itself when it already is (JSON a
-// tool source hands over is kept once, not once more per registry).
+// tool source hands over is kept once, not once more per registry, and
+// telling costs a scan, not a compacted copy to compare).
 func compact(raw json.RawMessage) (json.RawMessage, error) {
+	if isCompact(raw) {
+		return raw, nil
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "%w", err)
@@ -222,22 +239,34 @@ func compact(raw json.RawMessage) (json.RawMessage, error) {
 // duplicate keys and returns it compacted. Key order is kept: renderers may
 // present properties in the order the tool wrote them.
 func normalizeSchema(raw json.RawMessage) (json.RawMessage, error) {
-	if len(strings.TrimSpace(string(raw))) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 { // bytes.TrimSpace: string(raw) would be a copy
 		return defaultSchema, nil
 	}
-	canon, err := canonicalJSON(raw)
+	kind, err := checkJSON(raw)
 	if err != nil {
 		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
 	}
-	if canon[0] != '{' {
+	if kind != '{' {
 		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema must be a JSON object")
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return nil, errorf(errdefs.ErrInvalidArgument, "parameters schema: %w", err)
+	return compact(raw)
+}
+
+// isCompact reports whether valid JSON raw has no space between its
+// tokens, so that json.Compact, which only takes such space out, would
+// return it unchanged.
+func isCompact(raw []byte) bool {
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
 	}
-	if bytes.Equal(buf.Bytes(), raw) {
-		return raw, nil // already compact: kept once, not once more per registry
-	}
-	return buf.Bytes(), nil
+	return true
 }
