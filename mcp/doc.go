@@ -16,7 +16,18 @@
 // of upstream MCP servers), WithToolSource: each change rebuilds the
 // registry and the SDK, and the go-sdk server sends
 // notifications/tools/list_changed. A call keeps the tool set it started
-// with.
+// with. A rebuild first registers the new tools (a tool refused leaves
+// everything as it was) and lets calls use them, so the previous tools
+// are held only by calls still running on them; then it renders the SDK,
+// once per change, into one string shared by the registry's section and
+// run_code's description. In code mode a large previous generation is
+// collected, and its memory given back, before the next SDK renders: the
+// server holds one tool list and its SDK, and a second list only while
+// the tool source decodes it. tools/list pages hold the go-sdk's default
+// 1000 tools: a smaller page would bound what one listing encodes in
+// native mode, but clients that do not follow nextCursor (some do not)
+// would lose tools without a word; in code mode the list is run_code and
+// describe_tools.
 //
 // WithSDK chooses what run_code's description carries: the full SDK (the
 // default), the SDK index (one line per tool, grouped by the MCP server it

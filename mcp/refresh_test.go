@@ -8,8 +8,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"weak"
 
+	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/registry"
+	"github.com/dsh-container/dsh-container/registry/registrytest"
 )
 
 // bigTool is a tool whose schema is about size bytes of compact JSON.
@@ -70,5 +73,45 @@ func TestServerKeepsOneCopy(t *testing.T) {
 	srv.mu.Unlock()
 	if n != 1 {
 		t.Errorf("%d tools added again after one changed", n)
+	}
+}
+
+// A rebuild in code mode lets go of the previous tools before it renders
+// the next SDK: the new registry serves calls from then on, and the
+// previous one, with the previous tools, is only kept by calls still
+// running on it (none here). A 15.5 MiB list changing held the previous
+// list and SDK next to the next list and SDK (issue 24 §7).
+func TestRefreshLetsThePreviousToolsGoBeforeRendering(t *testing.T) {
+	generation := func(gen int) ([]registry.Tool, weak.Pointer[byte]) {
+		tools := []registry.Tool{bigTool("a", 1<<20), bigTool("b", 1<<20)}
+		tools[0].Description = fmt.Sprintf("Generation %d.", gen)
+		return tools, weak.Make(&tools[0].Parameters[0])
+	}
+	src := &source{}
+	var first weak.Pointer[byte]
+	src.tools, first = generation(0)
+	srv, err := New(WithMode(registry.ModeCode), WithRuntime(registrytest.New(backend.TypeScript)),
+		WithLogger(slog.New(slog.DiscardHandler)), WithToolSource(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	renders, held := 0, false
+	beforeRender = func() {
+		renders++
+		runtime.GC()
+		held = first.Value() != nil
+	}
+	t.Cleanup(func() { beforeRender = nil })
+	next, _ := generation(1)
+	src.set(next...)
+	if renders != 1 {
+		t.Fatalf("%d renders for one change", renders)
+	}
+	if held {
+		t.Error("the previous tools were still held while the next SDK rendered")
+	}
+	if tools := srv.Tools(); len(tools) != 1 || !strings.Contains(tools[0].Description, "Generation 1.") {
+		t.Errorf("run_code does not offer the new SDK")
 	}
 }

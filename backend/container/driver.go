@@ -42,6 +42,20 @@ const (
 	RunnerUser = runner.User
 )
 
+// OOMScoreAdj is the oom_score_adj every container's program starts with.
+// Each driver sets it explicitly, and the OCI runtime writes it while it
+// still holds CAP_SYS_RESOURCE, which makes it the process's
+// oom_score_adj_min as well: the program, with no capabilities, may raise
+// its score (offer itself to the host's OOM killer first), never lower it
+// below this. Left unset, a runc container inherits the score and the
+// minimum of whatever started it (containerd's shim, whose minimum the
+// kernel did not raise), and its program could lower its own score. 0 is
+// Docker's (dockerd always passes HostConfig.OomScoreAdj, 0 unless set):
+// a sandbox weighs on the host's OOM killer by its memory alone, like
+// any unadjusted process, the same under both drivers — its memory limit
+// makes its own cgroup's OOM killer answer first anyway.
+const OOMScoreAdj = 0
+
 // Spec describes one container completely. The runtime fills it from its
 // configuration — never from the request — with the hardening preset
 // applied. A Driver applies every field; a field it cannot honour makes

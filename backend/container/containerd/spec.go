@@ -75,6 +75,7 @@ func BuildSpec(s container.Spec, o SpecOptions) (*specs.Spec, error) {
 		oci.WithoutRunMount,
 		withPids(s.Pids),
 		withRlimit("RLIMIT_NOFILE", s.NoFile),
+		withOOMScoreAdj(container.OOMScoreAdj),
 	}
 	if s.NetworkDisabled {
 		// A network namespace of its own, no path: runc and crun bring up
@@ -180,6 +181,18 @@ func withReadOnlyProc(_ context.Context, _ oci.Client, _ *containers.Container, 
 		}
 	}
 	return fmt.Errorf("%w: the OCI spec has no /proc mount to make read-only", errdefs.ErrNotImplemented)
+}
+
+// withOOMScoreAdj sets the process's oom_score_adj, which the OCI runtime
+// writes with CAP_SYS_RESOURCE (making it the program's minimum too; see
+// container.OOMScoreAdj). containerd's default spec sets none, and runc
+// then leaves the program the shim's score and minimum, below which the
+// program could lower its own score (Docker always sets one).
+func withOOMScoreAdj(n int) oci.SpecOpts {
+	return func(_ context.Context, _ oci.Client, _ *containers.Container, sp *oci.Spec) error {
+		sp.Process.OOMScoreAdj = &n
+		return nil
+	}
 }
 
 // withRlimit sets one rlimit, soft and hard, replacing the default spec's.

@@ -69,6 +69,9 @@ func TestBuildSpecCarriesThePreset(t *testing.T) {
 	check(p.User.UID == 65532 && p.User.GID == 65532, "uid:gid", p.User)
 	check(len(p.User.AdditionalGids) <= 1 && (len(p.User.AdditionalGids) == 0 || p.User.AdditionalGids[0] == 65532), "no supplementary groups", p.User.AdditionalGids)
 	check(!p.Terminal, "no terminal", p.Terminal)
+	// oom_score_adj set, as Docker does: runc writes it privileged, so
+	// the program cannot lower it (unset, it inherits the shim's).
+	check(p.OOMScoreAdj != nil && *p.OOMScoreAdj == container.OOMScoreAdj, "oom_score_adj", p.OOMScoreAdj)
 
 	// Read-only root.
 	check(sp.Root != nil && sp.Root.Readonly && sp.Root.Path == "rootfs", "read-only root", sp.Root)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
 )
 
@@ -466,7 +467,15 @@ func checkDevices(t *testing.T, cfg Config, lang backend.Language, res backend.R
 	}
 	switch {
 	case !cfg.gVisor():
-		// The host kernel: lowering needs CAP_SYS_RESOURCE, raising not.
+		// The host kernel: the driver's score, written by the OCI runtime
+		// with CAP_SYS_RESOURCE, is the program's minimum — lowering
+		// needs CAP_SYS_RESOURCE, raising not. A driver that leaves the
+		// score unset hands the program its engine's (the shim's), whose
+		// minimum may be lower: then lowering works on some hosts only,
+		// so the starting score itself is asserted.
+		if v.OOMScoreAdj != container.OOMScoreAdj {
+			t.Errorf("oom_score_adj %d at start, want the driver's %d (container.OOMScoreAdj, set in the OCI spec)", v.OOMScoreAdj, container.OOMScoreAdj)
+		}
 		if v.OOMLower != "EACCES" || v.OOMAfterLower != v.OOMScoreAdj || v.OOMRaise != "ok" {
 			t.Errorf("oom_score_adj %d: lowering %s (now %d), raising %s; want EACCES, unchanged, ok", v.OOMScoreAdj, v.OOMLower, v.OOMAfterLower, v.OOMRaise)
 		}

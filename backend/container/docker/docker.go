@@ -168,6 +168,9 @@ func Translate(s container.Spec) (*dcontainer.Config, *dcontainer.HostConfig) {
 		ReadonlyRootfs: s.ReadOnlyRoot,
 		Init:           &init,
 		Runtime:        s.OCIRuntime,
+		// dockerd passes it on whatever it is; explicit, it is the
+		// number both drivers promise.
+		OomScoreAdj: container.OOMScoreAdj,
 		Resources: dcontainer.Resources{
 			Memory:     s.MemoryBytes,
 			MemorySwap: s.MemoryBytes,

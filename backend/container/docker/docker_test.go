@@ -54,6 +54,7 @@ func TestTranslate(t *testing.T) {
 	check(len(hc.Ulimits) == 1 && hc.Ulimits[0].Name == "nofile" && hc.Ulimits[0].Hard == 256 && hc.Ulimits[0].Soft == 256, "nofile", hc.Ulimits)
 	check(hc.Tmpfs["/tmp"] == fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d", 32<<20) && len(hc.Tmpfs) == 1, "tmpfs", hc.Tmpfs)
 	check(len(hc.Mounts) == 1 && hc.Mounts[0].Source == "/run/x" && hc.Mounts[0].Target == container.BridgeDir && hc.Mounts[0].ReadOnly && len(hc.Binds) == 0, "mounts", hc.Mounts)
+	check(hc.OomScoreAdj == container.OOMScoreAdj, "oom_score_adj", hc.OomScoreAdj)
 	check(hc.Runtime == "runsc" && !hc.Privileged && hc.PublishAllPorts == false, "runtime/privileged", hc.Runtime)
 	check(len(hc.Devices) == 0 && len(hc.VolumesFrom) == 0 && hc.PidMode == "" && hc.UsernsMode == "", "no extra host access", hc)
 }
