@@ -37,6 +37,15 @@
 // declarations of just those tools, exactly as the full SDK declares
 // them. In both mode the native tools keep their own schemas.
 //
+// MCP needs a native tool's input schema to be an object of type
+// "object": a schema without a top-level "type" gets one, a schema of
+// another type is offered as {"type":"object"} (logged). "type" is the
+// key spelt exactly so, the last of repeated keys winning, as the go-sdk
+// reads it ({"Type":"object"} has none). A tool the go-sdk still refuses
+// (its AddTool panics, say on a schema nested deeper than it decodes) is
+// left out with a log line naming it; the server and the other tools go
+// on.
+//
 // A run_code result is one text content block — the program's logs, then
 // its value rendered for a model, as the registry renders them — plus
 // structuredContent {value, logs, error} (registry.RunCodeOutput; run_code

@@ -315,8 +315,17 @@ func (s *Server) refresh() error {
 		if t.Name == registry.RunCode {
 			handler = s.runCode
 		}
-		s.srv.AddTool(sdkTool(t, s.log), handler)
+		if err := addTool(s.srv, sdkTool(t, s.log), handler); err != nil {
+			// Not offered (a version offered before is removed below): one
+			// tool the go-sdk refuses costs that tool, never the server.
+			s.log.Error("a tool cannot be offered over MCP; it is left out", "tool", t.Name, "err", err)
+			delete(next, t.Name)
+			continue
+		}
 		s.adds++
+	}
+	if len(next) < len(snap.tools) { // a tool left out is not listed either
+		snap.tools = slices.DeleteFunc(slices.Clone(snap.tools), func(t registry.MCPTool) bool { _, ok := next[t.Name]; return !ok })
 	}
 	var gone []string
 	for name := range s.exposed {
@@ -336,31 +345,45 @@ func sameMCPTool(a, b registry.MCPTool) bool {
 		bytes.Equal(a.OutputSchema, b.OutputSchema) && bytes.Equal(a.Annotations, b.Annotations)
 }
 
+// addTool adds t to srv. The go-sdk's AddTool panics on a tool it cannot
+// offer (an input schema whose "type" is not "object" as it reads it, one
+// nested deeper than it decodes, an output schema it cannot decode); the
+// panic is returned as an error, so that a hostile upstream's tool is left
+// out instead of ending mcp.
+func addTool(srv *sdk.Server, t *sdk.Tool, h sdk.ToolHandler) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("go-sdk refused the tool: %v", v)
+		}
+	}()
+	srv.AddTool(t, h)
+	return nil
+}
+
 // sdkTool is t for the go-sdk server, whose input schemas must be objects
 // of type "object": a schema without a type gets it; a schema of another
 // type cannot be offered over MCP as it is and becomes {"type":"object"}
-// (logged). The schema is looked at, not rebuilt: only its "type" is
-// decoded.
+// (logged). The schema is looked at, not rebuilt: only its top-level keys
+// are read (schemaType), and "type" is matched as the go-sdk matches it —
+// exactly, the last of repeated keys winning — not case-insensitively as
+// encoding/json fills a struct: {"Type":"object"} has no type.
 func sdkTool(t registry.MCPTool, log *slog.Logger) *sdk.Tool {
 	in := t.InputSchema
-	var probe struct {
-		Type json.RawMessage `json:"type"`
-	}
-	trimmed := bytes.TrimSpace(in)
+	typ, object := schemaType(in)
 	switch {
-	case len(trimmed) == 0 || trimmed[0] != '{' || json.Unmarshal(trimmed, &probe) != nil:
+	case !object:
 		in = json.RawMessage(`{"type":"object"}`)
-	case probe.Type == nil:
-		rest := bytes.TrimSpace(trimmed[1:])
+	case typ == nil:
+		rest := bytes.TrimSpace(bytes.TrimSpace(in)[1:])
 		if rest[0] == '}' {
 			in = json.RawMessage(`{"type":"object"}`)
 		} else {
 			in = append(json.RawMessage(`{"type":"object",`), rest...)
 		}
 	default:
-		var typ string
-		if json.Unmarshal(probe.Type, &typ) != nil || typ != "object" {
-			log.Warn("a tool's input schema is not of type object; MCP offers it as {\"type\":\"object\"}", "tool", t.Name, "schema_type", string(probe.Type))
+		var name string
+		if json.Unmarshal(typ, &name) != nil || name != "object" {
+			log.Warn("a tool's input schema is not of type object; MCP offers it as {\"type\":\"object\"}", "tool", t.Name, "schema_type", string(typ))
 			in = json.RawMessage(`{"type":"object"}`)
 		}
 	}
