@@ -2,7 +2,9 @@ package container
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -196,4 +198,203 @@ func TestCloseReportsWhatIsLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.checkNoLeaks(t, dir)
+}
+
+// leftDriver is the fake engine whose nth create fails the way a driver's
+// does when removing what it made failed too: the container is there, and
+// Create returns a *LeftError naming it instead of its id (with keep, the
+// create succeeds). The engine refuses the first refuse removals of that
+// container (every one when refuse < 0); refused, when set, is called
+// after each refusal (outside mu).
+type leftDriver struct {
+	*fakeDriver
+	nth, refuse int
+	keep        bool
+	refused     func(n int)
+
+	mu       sync.Mutex
+	creates  int
+	leftID   string
+	removals int
+}
+
+func (l *leftDriver) Create(ctx context.Context, s Spec) (string, error) {
+	id, err := l.fakeDriver.Create(ctx, s)
+	l.mu.Lock()
+	l.creates++
+	n := l.creates
+	if n == l.nth {
+		l.leftID = id
+	}
+	l.mu.Unlock()
+	if n != l.nth || err != nil || l.keep {
+		return id, err
+	}
+	return "", &LeftError{ID: id, Err: fmt.Errorf("creating container: %w", context.DeadlineExceeded), Undo: fmt.Errorf("sandbox is not running: %w", errdefs.ErrUnknown)}
+}
+
+func (l *leftDriver) Remove(ctx context.Context, id string) error {
+	l.mu.Lock()
+	refused := id == l.leftID && (l.refuse < 0 || l.removals < l.refuse)
+	if id == l.leftID {
+		l.removals++
+	}
+	n, hook := l.removals, l.refused
+	l.mu.Unlock()
+	if refused {
+		if hook != nil {
+			hook(n)
+		}
+		return fmt.Errorf("delete task %s: sandbox is not running: %w", id, errdefs.ErrUnknown)
+	}
+	return l.fakeDriver.Remove(ctx, id)
+}
+
+func (l *leftDriver) left() (id string, removals int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.leftID, l.removals
+}
+
+// A create that fails and whose undo fails too leaves a container only the
+// driver's *LeftError names: the runtime keeps it among its orphans, so
+// Close removes it (retrying while the engine refuses) and returns nil
+// only once it is gone — whether the create was a run's, the pool's
+// refill or RunCommand's. Close returned nil with it there (review of
+// issue 24, finding 3).
+func TestCloseRemovesWhatAFailedCreateLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		nth, refuse int
+		make        func(t *testing.T, l *leftDriver, dir string) *Runtime
+	}{
+		{"a run's create", 1, 0, runsOnce},
+		{"a run's create, removal refused twice", 1, 2, runsOnce},
+		// The first create fills the pool.
+		{"the pool's refill", 2, 0, refillsOnce},
+		{"the pool's refill, removal refused three times", 2, 3, refillsOnce},
+		{"RunCommand's create", 1, 1, commandsOnce},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var runs atomic.Int32
+			l := &leftDriver{fakeDriver: newFakeDriver(t, answerOnce(&runs)), nth: tc.nth, refuse: tc.refuse}
+			dir, _ := shortDir(t)
+			rt := tc.make(t, l, dir)
+			if id, _ := l.left(); id == "" {
+				t.Fatal("the failing create never happened")
+			}
+			if err := rt.Close(context.Background()); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			id, removals := l.left()
+			if left, err := l.List(context.Background(), LabelOwner, "left-test"); err != nil || len(left) != 0 {
+				t.Errorf("Close returned nil with %d container(s) of its owner left (%v): %+v", len(left), err, left)
+			}
+			if removals != tc.refuse+1 {
+				t.Errorf("%s removed after %d attempts, want %d", id, removals, tc.refuse+1)
+			}
+			l.checkNoLeaks(t, dir)
+		})
+	}
+}
+
+func newLeftRuntime(t *testing.T, l *leftDriver, dir string, opts ...Option) *Runtime {
+	t.Helper()
+	rt, err := New(l, append([]Option{WithImage("fake"), WithSocketDir(dir), WithOwner("left-test")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// runsOnce: a run whose create fails, reported as the run's error.
+func runsOnce(t *testing.T, l *leftDriver, dir string) *Runtime {
+	rt := newLeftRuntime(t, l, dir)
+	_, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
+	var left *LeftError
+	if !errors.As(err, &left) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Run: %v, want the create's *LeftError, its cause visible", err)
+	}
+	return rt
+}
+
+// refillsOnce: a pool of one, filled, then taken by a warm run; the
+// refill's create fails.
+func refillsOnce(t *testing.T, l *leftDriver, dir string) *Runtime {
+	rt := newLeftRuntime(t, l, dir, WithPool(1))
+	waitFor(t, "the pool to fill", func() bool { return rt.PoolIdle() == 1 })
+	if res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"}); err != nil || res.Error != nil {
+		t.Fatal(err, res.Error)
+	}
+	waitFor(t, "the refill's create", func() bool { id, _ := l.left(); return id != "" })
+	return rt
+}
+
+// commandsOnce: RunCommand, whose create fails.
+func commandsOnce(t *testing.T, l *leftDriver, dir string) *Runtime {
+	rt := newLeftRuntime(t, l, dir)
+	err := rt.RunCommand(context.Background(), []string{"true"}, func(context.Context, net.Listener) error { return nil })
+	var left *LeftError
+	if !errors.As(err, &left) {
+		t.Fatalf("RunCommand: %v, want the create's *LeftError", err)
+	}
+	return rt
+}
+
+// A container the engine never lets go of after a failed create is not a
+// silent success: Close names it and the engine's reason once ctx ends
+// (here, when the engine has refused it to Close three times).
+func TestCloseReportsWhatAFailedCreateLeft(t *testing.T) {
+	var runs atomic.Int32
+	l := &leftDriver{fakeDriver: newFakeDriver(t, answerOnce(&runs)), nth: 1, refuse: -1}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const refusals = 3
+	l.refused = func(n int) {
+		if n == refusals {
+			cancel()
+		}
+	}
+	dir, _ := shortDir(t)
+	rt := runsOnce(t, l, dir)
+	err := rt.Close(ctx)
+	id, removals := l.left()
+	l.mu.Lock()
+	l.refuse = 0 // the engine relents: clean up
+	l.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "closing container runtime: 1 container(s) could not be removed: "+id+" (") || !strings.Contains(err.Error(), "sandbox is not running") {
+		t.Fatalf("Close: %v; want an error naming %s and why", err, id)
+	}
+	if removals != refusals {
+		t.Errorf("Close returned after %d removals of %s, want %d", removals, id, refusals)
+	}
+	if err := l.Remove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	l.checkNoLeaks(t, dir)
+}
+
+// A removal RunCommand's own cleanup fails is an orphan too: Close
+// removes it, and returned nil with it there.
+func TestCloseRemovesWhatRunCommandLeft(t *testing.T) {
+	l := &leftDriver{fakeDriver: newFakeDriver(t, func(context.Context, *fakeRunner) ExitStatus { return ExitStatus{} }), nth: 1, keep: true, refuse: 1}
+	dir, _ := shortDir(t)
+	rt := newLeftRuntime(t, l, dir)
+	err := rt.RunCommand(context.Background(), []string{"true"}, func(ctx context.Context, ln net.Listener) error {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+		return nil
+	})
+	id, _ := l.left()
+	if id == "" || err == nil || !strings.Contains(err.Error(), "removing container "+id) {
+		t.Fatalf("RunCommand: %v, want its removal's refusal of %q", err, id)
+	}
+	if err := rt.Close(context.Background()); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, removals := l.left(); removals != 2 {
+		t.Errorf("%s removed after %d attempts, want 2", id, removals)
+	}
+	l.checkNoLeaks(t, dir)
 }

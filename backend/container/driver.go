@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -176,7 +177,9 @@ type Driver interface {
 	Endpoint(ctx context.Context, req EndpointRequest) (*Endpoint, error)
 	// Create creates (but does not start) a container named spec.Name and
 	// returns its id. It either creates the container or leaves nothing
-	// behind, even when ctx ends midway.
+	// behind, even when ctx ends midway — unless removing what a failed
+	// create made fails too: then its error is a *LeftError naming what
+	// Remove removes.
 	Create(ctx context.Context, spec Spec) (string, error)
 	// Wait returns a channel that yields the container's exit status once
 	// it stops. Call it before Start.
@@ -191,6 +194,29 @@ type Driver interface {
 	// List returns containers carrying label=value, running or not.
 	List(ctx context.Context, label, value string) ([]ContainerInfo, error)
 }
+
+// LeftError is Create's error (and a Prober's) when the create failed and
+// removing what it made failed too (or looking for what it may have made, after an answer
+// that did not say): a container, or what the driver made for it (its
+// filesystem, its task), may be left under ID — the container's id, or
+// the name its Spec gave it — which Remove accepts. The runtime keeps ID
+// among its orphans, retried before each run and by Close, which does not
+// return nil while it is there. Err is the create's error (errors.Is and
+// the errdefs classes see it), Undo the removal's.
+type LeftError struct {
+	ID   string
+	Err  error
+	Undo error
+}
+
+func (e *LeftError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("removing what it made failed, %s may be left: %v", e.ID, e.Undo)
+	}
+	return fmt.Sprintf("%v (and removing what it made failed, %s may be left: %v)", e.Err, e.ID, e.Undo)
+}
+
+func (e *LeftError) Unwrap() error { return e.Err }
 
 // CPUMeter is the ability to read the CPU time a container has used since
 // it started. The compute budget needs it: a runtime over a driver without

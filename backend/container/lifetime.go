@@ -93,6 +93,7 @@ func (r *Runtime) startSandbox(ctx context.Context, runID string, log *slog.Logg
 	id, err := r.driver.Create(ctx, r.spec(runID, ep))
 	endCreate(err)
 	if err != nil {
+		sb.orphans.createFailed(err)
 		return nil, err
 	}
 	trace.SpanFromContext(ctx).SetAttributes(AttrContainerID.String(id))
@@ -274,6 +275,15 @@ func (o *orphans) failed(id string, err error) {
 		o.ids = append(o.ids, id)
 	}
 	o.last[id] = err
+}
+
+// createFailed keeps what a failed create left (a *LeftError: its undo
+// failed too) among the orphans: nobody else knows it is there.
+func (o *orphans) createFailed(err error) {
+	var left *LeftError
+	if errors.As(err, &left) && left.ID != "" {
+		o.failed(left.ID, left.Undo)
+	}
 }
 
 // retry removes what it can and keeps the rest, logging each failure.

@@ -89,12 +89,14 @@ func (r *Runtime) RunCommand(ctx context.Context, argv []string, serve func(ctx 
 	spec.Cmd = append(slices.Clone(argv), ep.RunnerAddress)
 	id, err := r.driver.Create(ctx, spec)
 	if err != nil {
+		r.orphans.createFailed(err)
 		return err
 	}
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()
-		if err := r.driver.Remove(rctx, id); err != nil {
+		if err := r.driver.Remove(rctx, id); err != nil && !errdefs.IsNotFound(err) {
+			r.orphans.failed(id, err) // Close retries it
 			retErr = errors.Join(retErr, fmt.Errorf("removing container %s: %w", id, err))
 		}
 	}()

@@ -222,3 +222,116 @@ func TestCreateKeepsAnotherNamesContainer(t *testing.T) {
 		}
 	})
 }
+
+// A create whose undo fails too — the engine refusing the look under the
+// name or the removal — returns a *container.LeftError naming the id, and
+// Remove of it finishes the undo: nothing of the create is left, and a
+// record of another's under the name stays. Create returned an error and
+// no id, and the snapshot, record and task stayed with nobody knowing
+// (review of issue 24 §1).
+func TestCreateUndoFailedNamesWhatIsLeft(t *testing.T) {
+	d := hookedDriver(t)
+	im, _ := images.RunnerFor(backend.Python)
+	ctx := namespaces.WithNamespace(context.Background(), d.Namespace())
+	for _, tc := range []struct {
+		name, step, op string
+		theirs         bool // a bare record of another's holds the name
+	}{
+		{name: "look refused", step: "container", op: "get"},
+		{name: "removal refused", step: "task", op: "delete"},
+		{name: "look refused, the record another's", step: "container", op: "get", theirs: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			owner := fmt.Sprintf("ctrd-undo-%d-%d", os.Getpid(), time.Now().UnixNano())
+			defer checkNothingLeft(t, container.LabelOwner, owner)
+			defer nothingOf(t, d, owner)
+			name := fmt.Sprintf("dsh-undo-%d", time.Now().UnixNano())
+			other := owner + "-other"
+			if tc.theirs {
+				c, err := raw.NewContainer(ctx, name, containerdclient.WithNewSpec(), containerdclient.WithContainerLabels(map[string]string{container.LabelOwner: other}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Delete(ctx)
+			}
+			var fired bool
+			containerd.SetCreateHook(d, endAt(tc.step, &fired))
+			defer containerd.SetCreateHook(d, nil)
+			containerd.FailRecordCalls(d, tc.op, 1)
+			defer containerd.FailRecordCalls(d, tc.op, 0)
+			id, err := d.Create(context.Background(), sleeper(name, owner, im.DefaultTag(), ""))
+			var left *container.LeftError
+			if !fired || id != "" || !errors.As(err, &left) || !errors.Is(err, context.Canceled) {
+				t.Fatalf("Create ended at %s, its undo refused: %q, %v (hook fired: %v); want no id and a *LeftError of the context's error", tc.step, id, err, fired)
+			}
+			if left.ID != name || !errdefs.IsUnavailable(left.Undo) {
+				t.Fatalf("LeftError %+v, want it to name %s and the refusal", left, name)
+			}
+			if err := d.Remove(context.Background(), left.ID); err != nil {
+				t.Fatalf("Remove(%s): %v", left.ID, err)
+			}
+			if tc.theirs {
+				got, err := raw.LoadContainer(ctx, name)
+				if err != nil {
+					t.Fatalf("their record: %v", err)
+				}
+				if l, _ := got.Labels(ctx); l[container.LabelOwner] != other {
+					t.Fatalf("their record's labels: %v", l)
+				}
+			}
+		})
+	}
+}
+
+// A probe removes what it made on every path: its lease, even when the
+// engine's answer to the lease's create was lost (the lease had a random
+// id, unknown after the error, and stayed until it expired), and its
+// container when the engine refuses the first removal — then the probe's
+// error is a *container.LeftError naming it, and Remove of it leaves
+// nothing.
+func TestProbeLeavesNothing(t *testing.T) {
+	im, _ := images.RunnerFor(backend.Python)
+	ctx := namespaces.WithNamespace(context.Background(), hookedDriver(t).Namespace())
+	t.Run("lease answer lost", func(t *testing.T) {
+		d := hookedDriver(t)
+		made := containerd.LoseLeaseAnswers(d, 1)
+		err := d.Probe(context.Background(), im.DefaultTag(), []string{"python3", "-c", "0"}, "runc")
+		if !errdefs.IsUnavailable(err) || len(made()) != 1 {
+			t.Fatalf("Probe: %v, leases made %v; want Unavailable after one lease", err, made())
+		}
+		ls, err := raw.LeasesService().List(ctx, fmt.Sprintf("id==%q", made()[0]))
+		if err != nil || len(ls) != 0 {
+			t.Errorf("the lease whose answer was lost: %v (%v), want it deleted", ls, err)
+			for _, l := range ls {
+				raw.LeasesService().Delete(ctx, l)
+			}
+		}
+	})
+	t.Run("removal refused", func(t *testing.T) {
+		d := hookedDriver(t)
+		containerd.FailRecordCalls(d, "delete", 1)
+		err := d.Probe(context.Background(), im.DefaultTag(), []string{"python3", "-c", "0"}, "runc")
+		var left *container.LeftError
+		if !errors.As(err, &left) || !strings.HasPrefix(left.ID, "dsh-probe-") || left.Err != nil {
+			t.Fatalf("Probe: %v, want a *LeftError naming the probe's container and no other failure", err)
+		}
+		if err := d.Remove(context.Background(), left.ID); err != nil {
+			t.Fatal(err)
+		}
+		if list, err := d.List(context.Background(), container.LabelPrefix+"probe", "true"); err != nil {
+			t.Fatal(err)
+		} else {
+			for _, c := range list {
+				if c.ID == left.ID {
+					t.Errorf("the probe's container is left: %+v", c)
+				}
+			}
+		}
+		if _, err := raw.SnapshotService(d.Snapshotter()).Stat(ctx, left.ID); !errdefs.IsNotFound(err) {
+			t.Errorf("the probe's snapshot: %v, want NotFound", err)
+		}
+		if ls, err := raw.LeasesService().List(ctx, fmt.Sprintf("id==%q", left.ID)); err != nil || len(ls) != 0 {
+			t.Errorf("the probe's lease: %v (%v), want none", ls, err)
+		}
+	})
+}

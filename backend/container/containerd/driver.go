@@ -122,6 +122,10 @@ type Driver struct {
 
 	mu    sync.Mutex
 	state map[string]*taskState // container id → what this process holds for it
+	// unsure holds, by id, the undo of each failed create whose own undo
+	// failed (a *container.LeftError named it): Remove of that id runs
+	// it again, removing only what the create made.
+	unsure map[string]undoing
 
 	// createHook, when set (tests only: export_test.go), sees each
 	// engine answer of a Create — step "lease", "snapshot", "container",
@@ -399,7 +403,13 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (_ string, retErr
 		}
 		if err := d.undoCreate(ctx, s, made); err != nil {
 			d.log.Warn("cleanup after a failed create", "container_id", id, "err", err)
-			retErr = fmt.Errorf("%w (and removing what it made failed: %v)", retErr, err)
+			d.mu.Lock()
+			if d.unsure == nil {
+				d.unsure = map[string]undoing{}
+			}
+			d.unsure[id] = undoing{s, made}
+			d.mu.Unlock()
+			retErr = &container.LeftError{ID: id, Err: retErr, Undo: err}
 		}
 	}()
 
@@ -476,12 +486,24 @@ func (d *Driver) cleanupCtx(ctx context.Context) (context.Context, context.Cance
 	return context.WithTimeout(d.nsCtx(context.WithoutCancel(ctx)), cleanupTimeout)
 }
 
+// undoing is a failed create's undo, kept to be retried by Remove.
+type undoing struct {
+	spec container.Spec
+	made createMade
+}
+
 // undoCreate removes what a failed create of s made, under a fresh bounded
 // context. What it maybe made is removed only when it carries every label
 // of s: the name may be someone else's.
 func (d *Driver) undoCreate(ctx context.Context, s container.Spec, m createMade) error {
 	uctx, cancel := d.cleanupCtx(ctx)
 	defer cancel()
+	return d.undo(uctx, s, m)
+}
+
+// undo is undoCreate's work under ctx, which must be in the driver's
+// namespace.
+func (d *Driver) undo(uctx context.Context, s container.Spec, m createMade) error {
 	id := s.Name
 	if m.record == maybeMade {
 		c, err := d.ctrs.Get(uctx, id)
@@ -663,9 +685,23 @@ func (d *Driver) Kill(ctx context.Context, id string) error {
 
 // Remove implements container.Driver: the task (killed if it runs), the
 // container record, its snapshot and its FIFO directory. It reports
-// NotFound only when none of them existed.
+// NotFound only when none of them existed. The id of a failed create whose
+// undo failed (its *container.LeftError's) is that undo again: only what
+// the create made goes, never another's record or snapshot under the name.
 func (d *Driver) Remove(ctx context.Context, id string) error {
-	return d.remove(d.nsCtx(ctx), id)
+	d.mu.Lock()
+	u, unsure := d.unsure[id]
+	d.mu.Unlock()
+	if !unsure {
+		return d.remove(d.nsCtx(ctx), id)
+	}
+	if err := d.undo(d.nsCtx(ctx), u.spec, u.made); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	delete(d.unsure, id)
+	d.mu.Unlock()
+	return nil
 }
 
 func (d *Driver) remove(ctx context.Context, id string) error {

@@ -97,7 +97,9 @@ func kernelSeccomp() bool {
 
 // Probe implements container.Prober: a bare container (its own network
 // namespace, no bridge, the runtime's default spec otherwise) running cmd
-// under an OCI runtime, started, waited for and removed. It carries the
+// under an OCI runtime, started, waited for and removed — on every path,
+// under a fresh bounded context, with its lease; a removal that fails is
+// the probe's error (a *container.LeftError naming it). It carries the
 // runtime's managed label and this process as owner, so the reaper
 // removes it if this process dies first.
 func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime string) (retErr error) {
@@ -121,15 +123,29 @@ func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime 
 	if err != nil {
 		return err
 	}
-	lease, err := d.leases.Create(ctx, leases.WithRandomID(), leases.WithExpiration(leaseExpiry))
+	// The lease's id is chosen here, so that a lease the engine made
+	// before an error (an answer lost) is deleted too. Both cleanups run
+	// whatever the outcome, under a fresh bounded context: the probe's
+	// own may have ended.
+	_, err = d.leases.Create(ctx, leases.WithID(id), leases.WithExpiration(leaseExpiry), leases.WithLabels(labels))
+	defer func() {
+		uctx, cancel := d.cleanupCtx(ctx)
+		defer cancel()
+		if err := d.leases.Delete(uctx, leases.Lease{ID: id}); err != nil && !errdefs.IsNotFound(err) {
+			d.log.Warn("lease delete after a probe", "lease", id, "err", err)
+		}
+	}()
 	if err != nil {
 		return d.translate(fromGRPC(err))
 	}
-	defer d.leases.Delete(context.WithoutCancel(ctx), lease)
-	lctx := leases.WithLease(ctx, lease.ID)
+	lctx := leases.WithLease(ctx, id)
 	defer func() {
-		if err := d.remove(context.WithoutCancel(ctx), id); err != nil && !errdefs.IsNotFound(err) && retErr == nil {
-			retErr = err
+		uctx, cancel := d.cleanupCtx(ctx)
+		defer cancel()
+		// The id is this probe's alone (random): whatever is under it
+		// is what the probe made.
+		if err := d.remove(uctx, id); err != nil && !errdefs.IsNotFound(err) {
+			retErr = &container.LeftError{ID: id, Err: retErr, Undo: err}
 		}
 	}()
 	mounts, err := d.snapshots.Prepare(lctx, id, img.chainID, snapshots.WithLabels(labels))

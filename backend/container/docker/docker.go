@@ -67,6 +67,11 @@ type Driver struct {
 
 	mu      sync.Mutex
 	cgroups map[string]cgroupAccounting // container id → its accounting files
+	// unsure holds, by name, the Spec of each failed create whose undo
+	// could not look under the name (a *container.LeftError named it):
+	// Remove of that name removes only a container the create made
+	// (madeFrom), as the undo would have.
+	unsure map[string]container.Spec
 
 	// imageRefs maps an image ID checkImage passed to the reference it
 	// was resolved from (imageName).
@@ -288,28 +293,50 @@ func (d *Driver) Create(ctx context.Context, s container.Spec) (string, error) {
 
 // undoCreate removes what a failed create of s made — container id, or
 // when the answer did not say, the container named s.Name if it is this
-// call's (madeFrom) — under a fresh bounded context, and returns err,
-// noting a removal that failed (the container then still carries its
-// owner's labels, by which the reaper finds it).
+// call's (madeFrom) — under a fresh bounded context, and returns err.
+// When the removal (or the look under the name) fails, it returns a
+// *container.LeftError naming the container — its id, or s.Name, which
+// Remove then treats as the undo would — so the caller can retry it: the
+// container carries its owner's labels, but the reaper spares a live
+// owner's, and nobody else knows it is there.
 func (d *Driver) undoCreate(ctx context.Context, s container.Spec, id string, err error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
+	left, uerr := d.undo(uctx, s, id)
+	if uerr == nil {
+		return err
+	}
+	if left == s.Name {
+		d.mu.Lock()
+		if d.unsure == nil {
+			d.unsure = map[string]container.Spec{}
+		}
+		d.unsure[s.Name] = s
+		d.mu.Unlock()
+	}
+	return &container.LeftError{ID: left, Err: err, Undo: uerr}
+}
+
+// undo removes container id, or when id is "", the container named s.Name
+// if a create of s made it. On failure it returns what may be left: the
+// id, or s.Name when it could not look.
+func (d *Driver) undo(ctx context.Context, s container.Spec, id string) (string, error) {
 	if id == "" {
-		info, ierr := d.api.ContainerInspect(uctx, s.Name)
+		info, err := d.api.ContainerInspect(ctx, s.Name)
 		switch {
-		case errdefs.IsNotFound(ierr):
-			return err
-		case ierr != nil:
-			return fmt.Errorf("%w (and looking for a container %s it may have made failed: %v)", err, s.Name, translate(ierr, ""))
+		case errdefs.IsNotFound(err):
+			return "", nil
+		case err != nil:
+			return s.Name, fmt.Errorf("looking for a container named %s: %w", s.Name, translate(err, ""))
 		case !madeFrom(info, s):
-			return err
+			return "", nil
 		}
 		id = info.ID
 	}
-	if rerr := d.api.ContainerRemove(uctx, id, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !errdefs.IsNotFound(rerr) {
-		return fmt.Errorf("%w (and removing container %s it made failed: %v)", err, id, translate(rerr, ""))
+	if err := d.api.ContainerRemove(ctx, id, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !errdefs.IsNotFound(err) {
+		return id, fmt.Errorf("removing container %s: %w", id, translate(err, ""))
 	}
-	return err
+	return "", nil
 }
 
 // madeFrom says whether the container info describes is one a create of s
@@ -430,7 +457,19 @@ func (d *Driver) Kill(ctx context.Context, id string) error {
 func (d *Driver) Remove(ctx context.Context, id string) error {
 	d.mu.Lock()
 	delete(d.cgroups, id)
+	s, unsure := d.unsure[id]
 	d.mu.Unlock()
+	if unsure {
+		// The name a failed create's *LeftError gave: what is under it
+		// goes only if that create made it.
+		if _, err := d.undo(ctx, s, ""); err != nil {
+			return err
+		}
+		d.mu.Lock()
+		delete(d.unsure, id)
+		d.mu.Unlock()
+		return nil
+	}
 	if err := d.api.ContainerRemove(ctx, id, dcontainer.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
 		return translate(err, "")
 	}

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -79,17 +80,24 @@ func (d *Driver) Describe(ctx context.Context) (container.EngineInfo, error) {
 // Probe implements container.Prober: a bare container (network none, no
 // bridge, our seccomp profile for that runtime) running cmd under an OCI
 // runtime, started, waited for and removed. Docker's default profile would
-// not do under gVisor, which answers its clone3 rule with EPERM.
-func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime string) error {
+// not do under gVisor, which answers its clone3 rule with EPERM. The
+// container is removed whatever the outcome, under a fresh bounded context
+// (the probe's own may have ended), and a removal that fails is the
+// probe's error (a *container.LeftError naming it). It has a name of its
+// own, so that a create whose answer was lost finds and removes what the
+// daemon made (undoCreate).
+func (d *Driver) Probe(ctx context.Context, image string, cmd []string, runtime string) (retErr error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
+	s := container.Spec{Name: "dsh-probe-" + strings.ToLower(rand.Text()), Image: image, Labels: map[string]string{container.LabelPrefix + "probe": "true"}}
 	resp, err := d.api.ContainerCreate(ctx,
-		&dcontainer.Config{Image: image, Cmd: cmd, Entrypoint: []string{}, Labels: map[string]string{container.LabelPrefix + "probe": "true"}},
-		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime, SecurityOpt: []string{"seccomp=" + seccompJSON(container.SeccompFor(runtime))}}, nil, nil, "")
+		&dcontainer.Config{Image: image, Cmd: cmd, Entrypoint: []string{}, Labels: s.Labels},
+		&dcontainer.HostConfig{NetworkMode: "none", Runtime: runtime, SecurityOpt: []string{"seccomp=" + seccompJSON(container.SeccompFor(runtime))}}, nil, nil, s.Name)
 	if err != nil {
-		return translate(err, image)
+		// The daemon may have made the container before the error.
+		return d.undoCreate(ctx, s, "", translate(err, image))
 	}
-	defer d.api.ContainerRemove(context.WithoutCancel(ctx), resp.ID, dcontainer.RemoveOptions{Force: true})
+	defer func() { retErr = d.undoCreate(ctx, s, resp.ID, retErr) }()
 	wait, errc := d.api.ContainerWait(ctx, resp.ID, dcontainer.WaitConditionNextExit)
 	if err := d.api.ContainerStart(ctx, resp.ID, dcontainer.StartOptions{}); err != nil {
 		return translate(err, "")
