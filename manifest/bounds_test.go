@@ -140,11 +140,8 @@ func TestUpstreamHTTPResultBound(t *testing.T) {
 		t.Cleanup(ts.Close)
 		s, _ := openToolset(t, map[string]MCPServer{"web": {Type: TransportHTTP, URL: ts.URL}})
 		res := callTool(t, s, "web__big", `{}`)
-		want := "larger than 4194304 bytes (MaxServerResultBytes)"
-		if !jsonBody {
-			want = "exceeded 4194304 bytes" // the go-sdk's event bound, set to MaxServerResultBytes
-		}
-		if !res.IsError || !strings.Contains(res.Text(), want) {
+		want := `MCP server "web": tool "big": the server's reply is larger than 4194304 bytes (MaxServerResultBytes)`
+		if !res.IsError || res.Text() != want {
 			t.Errorf("json body %v: %.300q, want %q", jsonBody, res.Text(), want)
 		}
 	}

@@ -117,9 +117,13 @@
 //     message is read in one pass, holding at most its bound; a stdio
 //     message over 16 MiB, or one that cannot be framed, closes the
 //     connection (the call in flight says why) and the next call starts
-//     the server again. Over HTTP a JSON body or event over 4 MiB fails
-//     the connection the same way; depth and value counts are not checked
-//     there before decoding;
+//     the server again. Over streamable HTTP each JSON body and each
+//     event's data is read by the same reader and judged by the same
+//     check (wireMsg.overBound) before the go-sdk decodes it: a reply
+//     past a bound reaches the session as the error for its call, and
+//     the connection stays; an event stream line that is not data is at
+//     most 4 KiB. Tool lists over HTTP are read as over stdio too (one
+//     reader, one parse of the reply: listCall.reply);
 //   - a tool name at most 256 bytes without control characters, an error
 //     message at most 16 KiB.
 //

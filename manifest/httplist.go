@@ -1,10 +1,8 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,15 +11,17 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // httpLister lists a streamable HTTP server's tools with requests of its
 // own, in the go-sdk session's name (its session id and protocol version):
 // the session's own ListTools would decode every schema into Go maps, here
-// the list stays bytes, one copy per changed tool. Its replies may be up to
-// MaxServerMessageBytes; everything else the server sends is bounded by
-// MaxServerResultBytes (see httpClient).
+// the list stays bytes, one copy per changed tool. Its replies are read as
+// the stdio reader reads a line (msgReader, with the listing's bounds:
+// listCall.limits, listCall.reply); everything else the server sends is
+// bounded like a stdio message that is not a list (boundResponse).
 type httpLister struct {
 	url    string
 	client *http.Client
@@ -59,127 +59,188 @@ func (l *httpLister) listPage(ctx context.Context, p page) listReply {
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return listReply{err: fmt.Errorf("it answered tools/list with HTTP status %d", resp.StatusCode)}
 	}
-	var data []byte
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		data, err = sseReply(resp.Body, strconv.Quote(id))
-	} else {
-		data, err = io.ReadAll(resp.Body)
-	}
-	if err != nil {
-		return listReply{err: err}
-	}
-	if len(data) > p.budget {
-		return listReply{err: fmt.Errorf("its tool list is larger than %d bytes (MaxServerListBytes)", MaxServerListBytes)}
-	}
-	return httpListReply(data, p)
-}
-
-// httpListReply is the page a listing's reply over HTTP carries.
-func httpListReply(data []byte, p page) listReply {
-	r := listReply{bytes: len(data)}
-	if !json.Valid(data) {
-		r.err = errors.New("it answered tools/list with a reply that is not JSON")
-		return r
-	}
-	var result, rpcErr []byte
-	_, _ = eachMember(data, func(k, v []byte) error {
-		switch string(k) {
-		case "result":
-			result = v
-		case "error":
-			rpcErr = v
+	call := &listCall{rawID: strconv.Quote(id), page: p}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The body is the reply, read as the stdio reader reads a line.
+		m, err := newMsgReader(resp.Body).read(call.limits)
+		if err != nil {
+			return listReply{err: err}
 		}
-		return nil
-	})
-	if rpcErr != nil {
-		var e struct {
-			Message string `json:"message"`
-		}
-		_ = json.Unmarshal(rpcErr, &e)
-		r.err = fmt.Errorf("it answered tools/list with an error: %s", capMessage(e.Message))
-		return r
+		return call.reply(m)
 	}
-	if r.err = listResult(result, &r); r.err != nil {
-		return r
-	}
-	call := &listCall{page: p}
-	_, _ = eachMember(result, func(k, v []byte) error {
-		if string(k) == "tools" {
-			_, _ = eachElement(v, func(tool []byte) error {
-				call.keep(tool)
-				return nil
-			})
-		}
-		return nil
-	})
-	r.tools, r.err = call.tools, call.err
-	return r
-}
-
-// sseReply reads an event stream until the event that carries the reply
-// with the raw id rawID, and returns its data. Events are bounded by
-// MaxServerMessageBytes; the others are skipped.
-func sseReply(body io.Reader, rawID string) ([]byte, error) {
-	br := bufio.NewReaderSize(body, 64<<10)
-	var data, line []byte
-	name := ""
+	// An event stream: the reply is the event whose message has the
+	// request's id; the others are read the same way, and skipped.
+	events := newEventReader(resp.Body)
+	rd := newMsgReader(events)
 	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line[:0], chunk...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(line) > MaxServerMessageBytes {
-				return nil, fmt.Errorf("it sent an event larger than %d bytes (MaxServerMessageBytes)", MaxServerMessageBytes)
-			}
-			chunk, err = br.ReadSlice('\n')
-			line = append(line, chunk...)
+		ok, err := events.next()
+		if err != nil {
+			return listReply{err: err}
 		}
-		if err != nil && len(line) == 0 {
-			if errors.Is(err, io.EOF) {
-				return nil, errors.New("its event stream ended without the reply to tools/list")
-			}
-			return nil, err
+		if !ok {
+			return listReply{err: errors.New("its event stream ended without the reply to tools/list")}
 		}
-		text := bytes.TrimRight(line, "\r\n")
-		switch {
-		case len(text) == 0: // the end of an event
-			if len(data) > 0 && (name == "" || name == "message") && replyTo(data, rawID) {
-				return data, nil
-			}
-			data, name = data[:0], ""
-		case bytes.HasPrefix(text, []byte("data:")):
-			v := bytes.TrimPrefix(text[len("data:"):], []byte(" "))
-			if len(data) > 0 {
-				data = append(data, '\n')
-			}
-			if len(data)+len(v) > MaxServerMessageBytes {
-				return nil, fmt.Errorf("it sent an event larger than %d bytes (MaxServerMessageBytes)", MaxServerMessageBytes)
-			}
-			data = append(data, v...)
-		case bytes.HasPrefix(text, []byte("event:")):
-			name = string(bytes.TrimSpace(text[len("event:"):]))
+		if !events.message() {
+			continue
+		}
+		rd.br.Reset(events)
+		m, err := rd.read(call.limits)
+		if err == nil {
+			err = drainEvent(rd)
+		}
+		if errors.Is(err, io.EOF) {
+			continue // data of nothing but whitespace
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
-				line = line[:0]
-				continue // the last line; the next read ends the stream
-			}
-			return nil, err
+			return listReply{err: err}
+		}
+		if !m.method && string(m.id) == call.rawID {
+			return call.reply(m)
 		}
 	}
 }
 
-// replyTo reports whether the JSON-RPC message data is a reply with the
-// raw id rawID.
-func replyTo(data []byte, rawID string) bool {
-	if !json.Valid(data) {
-		return false
-	}
-	found := false
-	_, _ = eachMember(data, func(k, v []byte) error {
-		if string(k) == "id" && string(v) == rawID {
-			found = true
+// message reports whether the current event carries a message for the
+// client: it has data, and no name or the name "message".
+func (e *eventReader) message() bool {
+	return e.hasData && (len(e.name) == 0 || string(e.name) == "message")
+}
+
+// drainEvent reads what is left of an event's data after its message:
+// only whitespace may be.
+func drainEvent(rd *msgReader) error {
+	for {
+		b, err := rd.br.ReadByte()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
 		}
-		return nil
-	})
-	return found
+		switch b {
+		case ' ', '\t', '\n', '\r':
+		default:
+			return &errMalformed{"it sent an event holding more than one message"}
+		}
+	}
+}
+
+// boundResponse bounds what a streamable HTTP server's response carries
+// to the go-sdk's session (call results, notifications, requests) as the
+// stdio reader bounds a line: each message — the JSON body's, each
+// event's — is measured as it streams (boundedBody) and, over a bound
+// (wireMsg.overBound), never reaches the session's decoder: a reply
+// becomes an error for its call, naming the bound, and the connection
+// stays; anything else is dropped. A response to our own listing is left
+// to httpLister, which reads it with the listing's bounds.
+func boundResponse(req *http.Request, resp *http.Response) *http.Response {
+	if req.Context().Value(ownListing{}) != nil {
+		return resp
+	}
+	b := &boundedBody{body: resp.Body}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		b.events = newEventReader(resp.Body)
+		b.rd = newMsgReader(b.events)
+	} else {
+		b.rd = newMsgReader(resp.Body)
+	}
+	resp.Body = b
+	return resp
+}
+
+// boundedBody is a response body whose messages passed the bounds, or
+// stand refused (boundResponse). It holds one message at a time.
+type boundedBody struct {
+	body   io.ReadCloser
+	events *eventReader // nil: a JSON body
+	rd     *msgReader
+	out    []byte // what is left to hand out
+	err    error
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		b.out, b.err = b.fill(b.out[:0])
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}
+
+func (b *boundedBody) Close() error { return b.body.Close() }
+
+// fill reads the next message (of a JSON body) or event (of a stream)
+// into out, as the session is to read it.
+func (b *boundedBody) fill(out []byte) ([]byte, error) {
+	limits := func() readLimits { return readLimits{limit: MaxServerResultBytes} }
+	if b.events == nil {
+		m, err := b.rd.read(limits)
+		if err != nil {
+			return out, err // io.EOF at the body's end
+		}
+		return append(out, passed(m)...), nil
+	}
+	ok, err := b.events.next()
+	if err != nil {
+		return out, err
+	}
+	if !ok {
+		return out, io.EOF
+	}
+	e := b.events
+	if len(e.id) > 0 {
+		out = append(append(append(out, "id: "...), e.id...), '\n')
+	}
+	if len(e.retry) > 0 {
+		out = append(append(append(out, "retry: "...), e.retry...), '\n')
+	}
+	if len(e.name) > 0 {
+		out = append(append(append(out, "event: "...), e.name...), '\n')
+	}
+	if e.message() {
+		b.rd.br.Reset(e)
+		m, err := b.rd.read(limits)
+		if err == nil {
+			err = drainEvent(b.rd)
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			// Data of nothing but whitespace (a priming event's empty
+			// data): the session skips it.
+		case err != nil:
+			return out, err
+		default:
+			if msg := passed(m); len(msg) > 0 {
+				out = append(append(append(out, "data: "...), msg...), '\n')
+			}
+		}
+	}
+	return append(out, '\n'), nil
+}
+
+// passed is m as the session may read it: the message itself on one line
+// (a JSON value's newlines are whitespace), or, over a bound, the error
+// reply that stands for it (nothing for a request or notification).
+func passed(m *wireMsg) []byte {
+	if why := m.overBound(); why != "" {
+		r := refusal(m, why)
+		if r == nil {
+			return nil
+		}
+		data, err := jsonrpc.EncodeMessage(r)
+		if err != nil {
+			return nil
+		}
+		return data
+	}
+	data := m.joined()
+	for i, c := range data {
+		if c == '\n' || c == '\r' {
+			data[i] = ' '
+		}
+	}
+	return data
 }

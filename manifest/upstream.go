@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -160,9 +159,10 @@ func (u *upstream) dial(ctx context.Context) (_ *conn, _ []*upstreamTool, retErr
 			Endpoint:   u.cfg.URL,
 			HTTPClient: hc,
 			MaxRetries: 2,
-			// Every event the session reads is bounded like a result: tool
-			// lists do not go through it (httpLister).
-			MaxEventSize: MaxServerResultBytes,
+			// Every event the session reads is bounded like a result
+			// (boundResponse; tool lists do not go through it:
+			// httpLister), plus room for the event's own fields.
+			MaxEventSize: MaxServerResultBytes + 16<<10,
 		}
 		c.lister = &httpLister{url: u.cfg.URL, client: hc}
 	}
@@ -569,9 +569,8 @@ func (u *upstream) close() {
 }
 
 // httpClient returns the client for a streamable HTTP server: headers on
-// every request, JSON response bodies capped at MaxServerResultBytes (at
-// MaxServerMessageBytes for our listings: ownListing), no redirects to
-// another host, bounded dialing.
+// every request, response bodies bounded before anything decodes them
+// (boundResponse), no redirects to another host, bounded dialing.
 func httpClient(headers map[string]string) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.ResponseHeaderTimeout = 0 // a call's context bounds it
@@ -602,44 +601,6 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Event streams are bounded per event by their readers; a JSON body is
-	// read whole, so it is bounded here, before anything decodes it.
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		b := &limitedBody{r: resp.Body, n: MaxServerResultBytes, what: "MaxServerResultBytes"}
-		if req.Context().Value(ownListing{}) != nil {
-			b.n, b.what = MaxServerMessageBytes, "MaxServerMessageBytes"
-		}
-		b.limit = b.n
-		resp.Body = b
-	}
-	return resp, nil
+	// What the body carries is bounded here, before anything decodes it.
+	return boundResponse(req, resp), nil
 }
-
-// limitedBody fails a read past n bytes.
-type limitedBody struct {
-	r     io.ReadCloser
-	n     int64
-	limit int64
-	what  string
-}
-
-func (b *limitedBody) Read(p []byte) (int, error) {
-	if b.n < 0 {
-		return 0, b.err()
-	}
-	if int64(len(p)) > b.n+1 {
-		p = p[:b.n+1] // one more byte tells an exact fit from an overflow
-	}
-	n, err := b.r.Read(p)
-	b.n -= int64(n)
-	if b.n < 0 {
-		return n, b.err()
-	}
-	return n, err
-}
-
-func (b *limitedBody) err() error {
-	return fmt.Errorf("the MCP server's response is larger than %d bytes (%s)", b.limit, b.what)
-}
-
-func (b *limitedBody) Close() error { return b.r.Close() }

@@ -195,11 +195,7 @@ func (c *upConn) readStdio() (jsonrpc.Message, error) {
 		if call = c.pending(); call == nil {
 			return readLimits{limit: MaxServerResultBytes}
 		}
-		// A listing's reply may be up to MaxServerMessageBytes; its tools
-		// are kept apart, and those identical to the previous list's are
-		// not copied again.
-		call.tools, call.err = call.tools[:0], nil
-		return readLimits{limit: min(MaxServerMessageBytes, call.budget), split: true, keep: call.keep}
+		return call.limits()
 	})
 	if err != nil {
 		var bad *errMalformed
@@ -210,7 +206,7 @@ func (c *upConn) readStdio() (jsonrpc.Message, error) {
 	}
 	if call != nil && !m.method && string(m.id) == call.rawID {
 		c.take(call.rawID)
-		call.done <- c.stdioList(call, m)
+		call.done <- call.reply(m)
 		return nil, nil
 	}
 	if !m.method && m.id != nil {
@@ -220,13 +216,8 @@ func (c *upConn) readStdio() (jsonrpc.Message, error) {
 			return nil, nil
 		}
 	}
-	switch {
-	case m.over || m.size > MaxServerResultBytes:
-		return c.refuse(m, fmt.Sprintf("larger than %d bytes (MaxServerResultBytes)", MaxServerResultBytes))
-	case m.depth > MaxServerResultDepth:
-		return c.refuse(m, fmt.Sprintf("nested deeper than %d levels (MaxServerResultDepth)", MaxServerResultDepth))
-	case m.values > MaxServerResultValues:
-		return c.refuse(m, fmt.Sprintf("made of more than %d JSON values (MaxServerResultValues)", MaxServerResultValues))
+	if why := m.overBound(); why != "" {
+		return c.refuse(m, why)
 	}
 	for _, t := range m.tools {
 		if t == nil {
@@ -264,14 +255,41 @@ func (c *upConn) batch(data []byte) (jsonrpc.Message, error) {
 	return nil, err
 }
 
-// refuse answers a reply over a bound with an error for its call (the
-// server's reply is <why>), and drops a request or notification over one.
-func (c *upConn) refuse(m *wireMsg, why string) (jsonrpc.Message, error) {
+// overBound names the bound a message that is not a tool list is over
+// (MaxServerResultBytes, MaxServerResultDepth, MaxServerResultValues), ""
+// when it is within them. It reads what msgReader counted: nothing of the
+// message has been decoded. Both transports ask it: the stdio reader of
+// each line, and over HTTP boundedBody of each JSON body and event.
+func (m *wireMsg) overBound() string {
+	switch {
+	case m.over || m.size > MaxServerResultBytes:
+		return fmt.Sprintf("larger than %d bytes (MaxServerResultBytes)", MaxServerResultBytes)
+	case m.depth > MaxServerResultDepth:
+		return fmt.Sprintf("nested deeper than %d levels (MaxServerResultDepth)", MaxServerResultDepth)
+	case m.values > MaxServerResultValues:
+		return fmt.Sprintf("made of more than %d JSON values (MaxServerResultValues)", MaxServerResultValues)
+	}
+	return ""
+}
+
+// refusal is what stands for a message over a bound: for a reply, an
+// error for its call (the server's reply is <why>); nil for a request or
+// notification, which is dropped.
+func refusal(m *wireMsg, why string) *jsonrpc.Response {
 	if !m.method && m.id != nil {
 		if id, ok := parseID(m.id); ok {
-			c.log.Warn("a reply from the MCP server is over a bound; its call fails", "why", why)
-			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeTooLarge, Message: "the server's reply is " + why}}, nil
+			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeTooLarge, Message: "the server's reply is " + why}}
 		}
+	}
+	return nil
+}
+
+// refuse answers a reply over a bound with an error for its call, and
+// drops a request or notification over one (refusal).
+func (c *upConn) refuse(m *wireMsg, why string) (jsonrpc.Message, error) {
+	if r := refusal(m, why); r != nil {
+		c.log.Warn("a reply from the MCP server is over a bound; its call fails", "why", why)
+		return r, nil
 	}
 	c.log.Warn("dropped a message from the MCP server over a bound", "why", why)
 	return nil, nil
@@ -289,6 +307,15 @@ func parseID(raw []byte) (jsonrpc.ID, bool) {
 	}
 	id, err := jsonrpc.MakeID(f)
 	return id, err == nil
+}
+
+// limits are how a message that may be the listing's reply is read: up to
+// MaxServerMessageBytes and what is left of MaxServerListBytes, its tools
+// kept apart (keep), those identical to the previous list's not copied
+// again. The tools of the message before are forgotten.
+func (call *listCall) limits() readLimits {
+	call.tools, call.err = call.tools[:0], nil
+	return readLimits{limit: min(MaxServerMessageBytes, call.budget), split: true, keep: call.keep}
 }
 
 // keep takes a listed tool as it streams in: the previous list's tool
@@ -335,8 +362,9 @@ func toolName(tool []byte) (string, bool) {
 	return name, found
 }
 
-// stdioList is the page a listing's reply over stdio carries.
-func (c *upConn) stdioList(call *listCall, m *wireMsg) listReply {
+// reply is the page a listing's reply carries, read with call.limits —
+// from a server's stdout, an HTTP body or an event's data alike.
+func (call *listCall) reply(m *wireMsg) listReply {
 	r := listReply{bytes: m.size, tools: call.tools}
 	switch {
 	case m.over:

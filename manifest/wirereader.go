@@ -441,3 +441,199 @@ func (s *scan) putID(b []byte) {
 		s.m.id = append(s.m.id, b...)
 	}
 }
+
+// maxEventField bounds an event stream's line that is not data (an id,
+// an event name, a retry, a comment).
+const maxEventField = 4 << 10
+
+// eventReader reads a text/event-stream one event at a time, the way the
+// go-sdk's client reads it: next moves to the next event, keeping its id,
+// name and retry fields; Read then yields its data — the contents of its
+// data lines joined by newlines — as it streams, never holding it, and
+// io.EOF at the event's end. Other fields and comments are skipped; a
+// line that is not data is at most maxEventField bytes.
+type eventReader struct {
+	br *bufio.Reader
+	// The current event's fields.
+	id, name, retry []byte
+	hasData         bool
+	inData          bool // within a data line: Read yields its rest
+	nl              bool // a newline to yield before the next data line
+	end             bool // the event's data is over
+	err             error
+}
+
+func newEventReader(r io.Reader) *eventReader {
+	return &eventReader{br: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// next moves to the next event, skipping what is left of the current
+// one; false at the stream's end.
+func (e *eventReader) next() (bool, error) {
+	for !e.end && e.err == nil && e.started() {
+		if _, err := e.Read(make([]byte, 4<<10)); err != nil && err != io.EOF {
+			return false, err
+		}
+	}
+	if e.err != nil {
+		return false, e.err
+	}
+	e.id, e.name, e.retry = e.id[:0], e.name[:0], e.retry[:0]
+	e.hasData, e.inData, e.nl, e.end = false, false, false, false
+	for {
+		e.end = false
+		done, err := e.fields()
+		switch {
+		case err != nil:
+			if errors.Is(err, io.EOF) && (e.hasData || len(e.id) > 0 || len(e.name) > 0) {
+				e.end = true
+				return true, nil
+			}
+			e.err = err
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		case done && !e.hasData && len(e.id) == 0 && len(e.name) == 0 && len(e.retry) == 0:
+			continue // a blank line between events, or an event of comments
+		default: // its end, or its first data line
+			return true, nil
+		}
+	}
+}
+
+// started reports whether an event is in progress.
+func (e *eventReader) started() bool { return e.hasData || len(e.id) > 0 || len(e.name) > 0 }
+
+// fields reads the lines that are not data, up to the event's first data
+// line (done false: Read yields it) or its end (done true).
+func (e *eventReader) fields() (done bool, err error) {
+	for {
+		if e.dataLine() {
+			e.br.Discard(5)
+			if b, _ := e.br.Peek(1); len(b) == 1 && b[0] == ' ' {
+				e.br.Discard(1)
+			}
+			e.nl = e.hasData
+			e.hasData, e.inData = true, true
+			return false, nil
+		}
+		line, err := e.br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) || len(line) > maxEventField {
+			return false, &errMalformed{fmt.Sprintf("it sent an event stream line longer than %d bytes that is not data", maxEventField)}
+		}
+		if err != nil && (len(line) == 0 || !errors.Is(err, io.EOF)) {
+			return false, err
+		}
+		text := trimEOL(line)
+		if len(text) == 0 {
+			e.end = true
+			return true, nil
+		}
+		name, value, _ := bytesCut(text, ':')
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		switch string(name) {
+		case "id":
+			e.id = append(e.id[:0], value...)
+		case "event":
+			e.name = append(e.name[:0], value...)
+		case "retry":
+			e.retry = append(e.retry[:0], value...)
+		}
+		if err != nil { // the stream's last line, without its newline
+			return false, err
+		}
+	}
+}
+
+// dataLine reports whether the next line is a data line, waiting for no
+// byte past the line's end (a live stream may send nothing more for a
+// while).
+func (e *eventReader) dataLine() bool {
+	const prefix = "data:"
+	for k := 1; k <= len(prefix); k++ {
+		b, err := e.br.Peek(k)
+		if err != nil || b[k-1] != prefix[k-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// Read yields the current event's data.
+func (e *eventReader) Read(p []byte) (int, error) {
+	for !e.inData {
+		if e.end || e.err != nil {
+			return 0, io.EOF
+		}
+		if _, err := e.fields(); err != nil {
+			if errors.Is(err, io.EOF) {
+				e.end = true
+				return 0, io.EOF
+			}
+			e.err = err
+			return 0, err
+		}
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if e.nl {
+		e.nl = false
+		p[0] = '\n'
+		return 1, nil
+	}
+	if _, err := e.br.Peek(1); err != nil {
+		if errors.Is(err, io.EOF) {
+			e.inData, e.end = false, true
+			return 0, io.EOF
+		}
+		e.err = err
+		return 0, err
+	}
+	buf, _ := e.br.Peek(min(len(p), max(e.br.Buffered(), 1)))
+	n := len(buf)
+	if i := indexEOL(buf); i >= 0 {
+		n = i
+		e.inData = false
+	}
+	copy(p, buf[:n])
+	e.br.Discard(n)
+	if !e.inData {
+		// The line's end: its CR, if any, and LF.
+		if b, _ := e.br.Peek(1); len(b) == 1 && b[0] == '\r' {
+			e.br.Discard(1)
+		}
+		if b, _ := e.br.Peek(1); len(b) == 1 && b[0] == '\n' {
+			e.br.Discard(1)
+		}
+	}
+	return n, nil
+}
+
+func indexEOL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+func trimEOL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func bytesCut(b []byte, sep byte) (before, after []byte, found bool) {
+	for i, c := range b {
+		if c == sep {
+			return b[:i], b[i+1:], true
+		}
+	}
+	return b, nil, false
+}
