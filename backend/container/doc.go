@@ -1,7 +1,9 @@
 // Package container is the container runtime behind the backend seam: every
 // program runs in a fresh container used once, and reaches the host's
-// bindings only through a websocket bridge on a Unix socket in a private,
-// per-run directory that is bind-mounted read-only into the container.
+// bindings only through a websocket bridge to the endpoint its driver
+// supplies (Driver.Endpoint): for the node-local drivers, a Unix socket in
+// a private per-sandbox directory bind-mounted read-only into the container
+// (NewUnixEndpoint).
 //
 // A run: validate the request; wait for admission; for TypeScript, check
 // its nesting and strip its types with esbuild in a worker process with
@@ -16,14 +18,22 @@
 // noexec /tmp, no log driver, a fixed three-variable environment, labels
 // under one prefix); the runner says hello and receives the program;
 // bindings are invoked one at a time in the order the program issued them;
+// with egress (WithEgress, RunWith), the program's CONNECT streams travel in
+// the same connection and package egress decides each one;
 // the run settles on done, a budget (CPU time from the container's cgroup,
 // wall time), cancellation, or the container's death (OOM-killed or not).
 // Settlement stops binding dispatch and waits for in-flight bindings before
-// Run returns; the container and the socket directory are then removed in
-// the background, under a non-cancellable context, and Close waits for
-// that. A Reap pass removes whatever a crashed process left: every
+// Run returns; the container and the bridge endpoint are then removed in
+// the background, under a non-cancellable context. A removal that fails
+// (or what a failed create could not undo) is retried before each later
+// run and by Close, which returns nil only when nothing the runtime or its
+// warm pool created is left. A Reap pass removes whatever a crashed process left: every
 // container and socket directory names its owner process.
 //
-// The package is generic over Driver, a flat set of container verbs;
-// package docker implements it on the Docker Engine API.
+// The package is generic over Driver, a flat set of container verbs plus
+// optional abilities found by type assertion (driver.go); packages docker
+// and containerd implement it on the Docker Engine API and on containerd's
+// Go client, and package containertest is the conformance suite each runs.
+// docs/ARCHITECTURE.md shows where the package sits, a run's path through
+// it, and the invariants it owns.
 package container

@@ -10,8 +10,8 @@
 //   - RunConformance: the run lifecycle — values and their renderings,
 //     logs, exceptions on the program's own lines, bindings, concurrency,
 //     the failure kinds, the budgets' kinds and cancellation.
-//   - RunHardening: the hardening preset of DESIGN.md, asserted from the
-//     driver's own account of the container (container.Inspector: Docker's
+//   - RunHardening: the hardening preset (docs/ARCHITECTURE.md),
+//     asserted from the driver's own account of the container (container.Inspector: Docker's
 //     inspect, containerd's stored OCI spec and live task) and from inside
 //     the container (capability sets, no_new_privs, a seccomp filter,
 //     EROFS, only lo). CheckPreset is the first half as a function, so a
@@ -26,8 +26,13 @@
 //     ones answer EAFNOSUPPORT, one subtest each), x32 and 32-bit x86
 //     system calls, device nodes, /tmp's mount options, oom_score_adj —
 //     asserted per OCI runtime.
+//   - RunCloseWhileStarting: Runtime.Close called while the warm pool's
+//     refill is held at its create or its start leaves no container
+//     behind (counted through Driver.List and the driver's own leftovers).
+//     It needs a runtime per OCI runtime and runs on its own
+//     (e2e/TestCloseWhilePoolStarts).
 //
-// Run runs them all. A driver's test is one call:
+// Run runs all but RunCloseWhileStarting. A driver's test is one call:
 //
 //	containertest.Run(t, containertest.Config{Driver: d, Images: images})
 //

@@ -32,7 +32,7 @@ func presetLimits(l *container.Limits) {
 	l.NoFile = 300
 }
 
-// RunHardening asserts the hardening preset of DESIGN.md in both
+// RunHardening asserts the hardening preset of docs/ARCHITECTURE.md in both
 // languages, twice: from the driver's own account of the live container
 // (CheckPreset; the driver must implement container.Inspector), and from
 // inside it, as a program sees it.
@@ -53,7 +53,7 @@ func RunHardening(t *testing.T, cfg Config) {
 // CheckPreset runs one program in lang through a runtime over cfg's
 // driver and, while it runs, compares the container's configuration as
 // the driver's container.Inspector reports it with the hardening preset
-// of DESIGN.md, field by field, then checks nothing was left behind. It
+// of docs/ARCHITECTURE.md, field by field, then checks nothing was left behind. It
 // returns every difference, or nil. A driver without Inspector fails it:
 // the preset must be shown by the engine's own account, not assumed.
 //
@@ -158,7 +158,7 @@ type preset struct {
 }
 
 // checkApplied compares a container's configuration as its engine
-// reports it with the hardening preset of DESIGN.md, field by field.
+// reports it with the hardening preset of docs/ARCHITECTURE.md, field by field.
 func checkApplied(a container.Applied, p preset) error {
 	var errs []error
 	want := func(ok bool, format string, args ...any) {
