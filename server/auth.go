@@ -18,6 +18,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -134,6 +135,12 @@ func ParseAuthFile(data []byte, defMaxRuns, defQueue int) ([]Tenant, error) {
 // runs in flight are never affected. It is safe for concurrent use.
 type Auth struct {
 	tenants atomic.Pointer[[]Tenant]
+
+	// checks are what the servers using the table require of one
+	// (enough request memory for every tenant's share); Reload refuses a
+	// table that fails one.
+	mu     sync.Mutex
+	checks []func([]Tenant) error
 }
 
 // NewAuth returns a table holding tenants.
@@ -153,14 +160,30 @@ func LoadAuth(path string, defMaxRuns, defQueue int) (*Auth, error) {
 }
 
 // Reload replaces the table with the file's tenants. On error the table
-// is unchanged.
+// is unchanged: a file that does not parse, or whose tenants the servers
+// using the table cannot each give a share of their request memory
+// (see WithMaxRequestBytes).
 func (a *Auth) Reload(path string, defMaxRuns, defQueue int) error {
 	tenants, err := readAuthFile(path, defMaxRuns, defQueue)
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, check := range a.checks {
+		if err := check(tenants); err != nil {
+			return fmt.Errorf("auth file %s: %w", path, err)
+		}
+	}
 	a.Set(tenants)
 	return nil
+}
+
+// addCheck makes Reload refuse a table that check refuses.
+func (a *Auth) addCheck(check func([]Tenant) error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.checks = append(a.checks, check)
 }
 
 func readAuthFile(path string, defMaxRuns, defQueue int) ([]Tenant, error) {
@@ -183,7 +206,7 @@ func readAuthFile(path string, defMaxRuns, defQueue int) ([]Tenant, error) {
 	return tenants, nil
 }
 
-// Set replaces the tenants.
+// Set replaces the tenants, without the checks of Reload.
 func (a *Auth) Set(tenants []Tenant) {
 	t := append([]Tenant(nil), tenants...)
 	a.tenants.Store(&t)
@@ -366,19 +389,23 @@ func headerHasToken(h http.Header, name, token string) bool {
 	return false
 }
 
-// initTenants sets up admission and starts the per-tenant series at zero
-// for the tenants known now.
+// initTenants sets up admission and the intake and starts the per-tenant
+// series at zero for the tenants known now.
 func (s *Server) initTenants() {
 	mt := s.opts.mt
 	retryAfter := max(s.opts.retryAfter, time.Second).Milliseconds()
 	s.admit = newAdmission(mt.maxRuns, mt.queue, retryAfter)
-	s.intake = newIntake(s.opts.maxRequest, s.opts.maxBody, retryAfter)
-	names := []string{AnonymousTenant}
+	// Without an auth file every request is the anonymous tenant's, with
+	// the server's quota (authenticate).
+	anonymous := &[]Tenant{{Name: AnonymousTenant, MaxRuns: mt.maxRuns, Queue: mt.queue}}
+	table := func() *[]Tenant { return anonymous }
 	if mt.auth != nil {
-		names = names[:0]
-		for _, t := range mt.auth.Tenants() {
-			names = append(names, t.Name)
-		}
+		table = mt.auth.tenants.Load
+	}
+	s.intake = newIntake(s.opts.maxRequest, s.opts.maxBody, retryAfter, table)
+	var names []string
+	for _, t := range *table() {
+		names = append(names, t.Name)
 	}
 	for _, l := range s.langs {
 		for _, n := range names {

@@ -6,13 +6,16 @@ package server
 // tenants' quotas allow while it reads, decodes and prepares them.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
 
+	"github.com/containerd/errdefs"
 	"github.com/docker/go-units"
 )
 
@@ -22,24 +25,42 @@ import (
 // limit, thousands of ordinary ones.
 const DefaultMaxRequestBytes = 64 << 20
 
+// smallRequest is how much of a body of unknown length (a chunked POST, a
+// session's start frame) is read before anything is reserved for it: no
+// more than a connection's own read buffer holds. When the request ends
+// within it, exactly its bytes are reserved, else the body limit.
+const smallRequest = 4 << 10
+
 // intake reserves the bytes of requests before they are read. A request
-// holds its reservation from before its first byte is read until it
-// ends: its run done, or it was refused. A tenant's requests hold at most
-// its budget, (maxRuns + queue + 1) × the body limit — what its admitted
-// and queued runs may carry plus one request being read — and beyond it a
-// request is refused at once with 429, as admission refuses a tenant at
-// its quota. A tenant without maxRuns has no budget of its own. All
-// requests together hold at most the total; beyond it a request waits,
+// holds its reservation from before it is read (beyond its first
+// smallRequest bytes when its length is not announced) until it ends: its
+// run done, or it was refused.
+//
+// The total is divided among the tenants (shareOut): each tenant's
+// requests hold at most its share, and every tenant's share is there for
+// it whatever the others do, because the shares add up to no more than
+// the total. A request that would take its tenant past its share is
+// refused at once with 429 (as admission refuses a tenant at its quota),
+// before its body is read. The total is checked too, for the moments the
+// shares do not describe what is held (a new tenant table while requests
+// under the old one still hold their bytes): beyond it a request waits,
 // in order of arrival, within the body timeout, then gets 503.
 type intake struct {
 	total        int64
 	unit         int64 // the body limit
 	retryAfterMs int64
+	// table is the tenants now, the same pointer while they do not
+	// change (auth.go).
+	table func() *[]Tenant
 
 	mu      sync.Mutex
 	used    int64
-	tenants map[string]int64
+	holds   map[string]int64 // by tenant
 	waiters []*intakeWaiter
+	// shares are the shares of sharesOf, the table they were computed
+	// for.
+	sharesOf *[]Tenant
+	shares   map[string]int64
 }
 
 type intakeWaiter struct {
@@ -48,17 +69,87 @@ type intakeWaiter struct {
 	granted bool
 }
 
-func newIntake(total, unit, retryAfterMs int64) *intake {
-	return &intake{total: total, unit: unit, retryAfterMs: retryAfterMs, tenants: map[string]int64{}}
+func newIntake(total, unit, retryAfterMs int64, table func() *[]Tenant) *intake {
+	return &intake{total: total, unit: unit, retryAfterMs: retryAfterMs, table: table, holds: map[string]int64{}}
 }
 
-// budget is the most t's requests may hold at once, 0 for no bound but
-// the total.
-func (in *intake) budget(t Tenant) int64 {
+// tenantNeed is the most a tenant's requests can usefully hold: what its
+// admitted and queued runs may carry plus one request being read,
+// (maxRuns + queue + 1) × unit; -1 for a tenant without maxRuns (no bound
+// of its own).
+func tenantNeed(t Tenant, total, unit int64) int64 {
 	if t.MaxRuns <= 0 {
-		return 0
+		return -1
 	}
-	return int64(t.MaxRuns+t.Queue+1) * in.unit
+	// From this many units on a need is more than the total: no bound
+	// either (and no overflow).
+	most := total/unit + 1
+	if int64(t.MaxRuns) >= most || int64(t.Queue) >= most {
+		return -1
+	}
+	if w := int64(t.MaxRuns) + int64(t.Queue) + 1; w < most {
+		return w * unit
+	}
+	return -1
+}
+
+// shareOut divides total among tenants, max-min fairly: a tenant gets
+// what it can use (tenantNeed) when that is less than an even split of
+// what is left, and the tenants that can use more split the rest evenly.
+// The shares add up to at most total; each is at least unit when total is
+// at least len(tenants) × unit (checkShares).
+func shareOut(tenants []Tenant, total, unit int64) map[string]int64 {
+	type need struct {
+		name string
+		n    int64 // -1: no bound
+	}
+	needs := make([]need, 0, len(tenants))
+	for _, t := range tenants {
+		needs = append(needs, need{t.Name, tenantNeed(t, total, unit)})
+	}
+	slices.SortStableFunc(needs, func(a, b need) int {
+		switch {
+		case a.n == b.n:
+			return 0
+		case a.n < 0:
+			return 1
+		case b.n < 0:
+			return -1
+		}
+		return cmp.Compare(a.n, b.n)
+	})
+	shares := make(map[string]int64, len(needs))
+	left := total
+	for i, nd := range needs {
+		s := left / int64(len(needs)-i)
+		if nd.n >= 0 && nd.n < s {
+			s = nd.n
+		}
+		shares[nd.name] = s
+		left -= s
+	}
+	return shares
+}
+
+// checkShares reports, as errdefs.ErrInvalidArgument, a table whose
+// tenants would not each get a share of at least one request of the body
+// limit: total must be at least len(tenants) × unit.
+func checkShares(tenants []Tenant, total, unit int64) error {
+	if n := int64(len(tenants)); n > 0 && total/n < unit {
+		return fmt.Errorf("%w: %d tenants need a request memory (serve --max-request-memory) of at least %s, %d × the %s a request may be, so that each is guaranteed room for one; it is %s",
+			errdefs.ErrInvalidArgument, n, units.BytesSize(float64(n*unit)), n, units.BytesSize(float64(unit)), units.BytesSize(float64(total)))
+	}
+	return nil
+}
+
+// shareOf is the share of the tenant named name in the table now, and
+// false when the table no longer has it; mu is held.
+func (in *intake) shareOf(name string) (int64, bool) {
+	if t := in.table(); t != in.sharesOf {
+		in.shares, in.sharesOf = shareOut(*t, in.total, in.unit), t
+	}
+	s, ok := in.shares[name]
+	return s, ok
 }
 
 // reservation is the bytes one request holds.
@@ -70,18 +161,25 @@ type reservation struct {
 }
 
 // reserve takes n bytes (at most the body limit) for one of t's requests.
-// It returns a *refusal: 429 when t's requests hold its budget, 503 when
-// ctx ends while the request waits for the total.
+// It returns a *refusal: 429 when they would take t's requests past its
+// share, 401 when t is no longer in the tenant table, 503 when ctx ends
+// while the request waits for the total.
 func (in *intake) reserve(ctx context.Context, t Tenant, n int64) (*reservation, error) {
 	in.mu.Lock()
-	held := in.tenants[t.Name]
-	if b := in.budget(t); b > 0 && held+n > b {
+	share, known := in.shareOf(t.Name)
+	if !known {
+		in.mu.Unlock()
+		return nil, unauthorized
+	}
+	held := in.holds[t.Name]
+	if held+n > share {
+		tenants := len(*in.sharesOf)
 		in.mu.Unlock()
 		return nil, &refusal{status: http.StatusTooManyRequests, retryAfter: in.retryAfterMs,
-			msg: fmt.Sprintf("tenant %q is at its quota: its requests hold %s, and a request of up to %s would exceed the %s its quota allows (maxRuns %d + queue %d + 1 requests of up to %s); retry later",
-				t.Name, units.BytesSize(float64(held)), units.BytesSize(float64(n)), units.BytesSize(float64(b)), t.MaxRuns, t.Queue, units.BytesSize(float64(in.unit)))}
+			msg: fmt.Sprintf("tenant %q is at its quota: its requests hold %s, and a request of up to %s would exceed its share of the server's request memory, %s of the %s divided among %d tenants; retry later",
+				t.Name, units.BytesSize(float64(held)), units.BytesSize(float64(n)), units.BytesSize(float64(share)), units.BytesSize(float64(in.total)), tenants)}
 	}
-	in.tenants[t.Name] = held + n
+	in.holds[t.Name] = held + n
 	r := &reservation{in: in, tenant: t.Name, n: n}
 	if len(in.waiters) == 0 && in.used+n <= in.total {
 		in.used += n
@@ -118,10 +216,10 @@ func (in *intake) reserve(ctx context.Context, t Tenant, n int64) (*reservation,
 // untake gives back n of tenant's bytes (and of the total when counted)
 // and lets waiters in; mu is held.
 func (in *intake) untake(tenant string, n int64, counted bool) {
-	if left := in.tenants[tenant] - n; left > 0 {
-		in.tenants[tenant] = left
+	if left := in.holds[tenant] - n; left > 0 {
+		in.holds[tenant] = left
 	} else {
-		delete(in.tenants, tenant)
+		delete(in.holds, tenant)
 	}
 	if counted {
 		in.used -= n
@@ -150,8 +248,12 @@ func (r *reservation) shrink(n int64) {
 	r.n = n
 }
 
-// release gives the reservation back; calls after the first do nothing.
+// release gives the reservation back; calls after the first do nothing,
+// nor does a nil reservation's.
 func (r *reservation) release() {
+	if r == nil {
+		return
+	}
 	in := r.in
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -167,7 +269,7 @@ func (r *reservation) release() {
 func (in *intake) held(tenant string) (total, ofTenant int64) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.used, in.tenants[tenant]
+	return in.used, in.holds[tenant]
 }
 
 // errOverLimit is a body or frame longer than the limit readAtMost was
@@ -176,12 +278,17 @@ var errOverLimit = errors.New("over the limit")
 
 // readAtMost reads r to its end into a buffer of exactly its length and
 // returns errOverLimit once it has more than limit bytes. It allocates
-// about twice the length: chunks while it reads (doubling from 512 bytes
-// to 64 KiB), then the result (io.ReadAll allocates five times a large
-// input growing its buffer by a quarter at a time, and leaves up to a
-// quarter unused).
-func readAtMost(r io.Reader, limit int64) ([]byte, error) {
-	const first, most = 512, 64 << 10
+// about twice the length: chunks while it reads (doubling from
+// smallRequest to 64 KiB), then the result (io.ReadAll allocates five
+// times a large input growing its buffer by a quarter at a time, and
+// leaves up to a quarter unused).
+//
+// With reserve, nothing past the first smallRequest bytes is read before
+// reserve returned nil: it is called once, with the length when r ends
+// within them, else with limit (the caller shrinks the reservation to the
+// length read). Its error is returned as it is.
+func readAtMost(r io.Reader, limit int64, reserve func(n int64) error) ([]byte, error) {
+	const first, most = smallRequest, 64 << 10
 	var (
 		chunks [][]byte
 		total  int64
@@ -197,11 +304,22 @@ func readAtMost(r io.Reader, limit int64) ([]byte, error) {
 		if n > 0 {
 			chunks = append(chunks, buf[:n])
 		}
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			break
-		}
-		if err != nil {
+		end := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		if err != nil && !end {
 			return nil, err
+		}
+		if reserve != nil { // after the first read
+			want := limit
+			if end {
+				want = total
+			}
+			if err := reserve(want); err != nil {
+				return nil, err
+			}
+			reserve = nil
+		}
+		if end {
+			break
 		}
 		size = min(2*size, most)
 		buf = make([]byte, min(size, limit+1-total))
@@ -210,7 +328,9 @@ func readAtMost(r io.Reader, limit int64) ([]byte, error) {
 	case 0:
 		return []byte{}, nil
 	case 1:
-		return chunks[0], nil
+		if c := chunks[0]; len(c) == cap(c) {
+			return c, nil
+		}
 	}
 	out := make([]byte, 0, total)
 	for _, c := range chunks {

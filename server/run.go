@@ -75,13 +75,28 @@ var runKeys = func() []string {
 	return keys
 }()
 
-// decodeRun reads a RunRequest strictly: one JSON object, no unknown
-// fields, nothing after it, the body within limit and by deadline. The
-// body is read into a buffer of its size, reserved in hold beforehand
-// (hold shrinks to it when its length was not given), and decoded in
-// place: its program is copied once, into the string.
-func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request, deadline time.Time, hold *reservation) (RunRequest, int, error) {
-	var req RunRequest
+// readBody reads r's body, by deadline and within the body limit, into a
+// buffer of its size held in bytes reserved for it first (intake.go): its
+// Content-Length before a byte is read, or, when it has none, exactly its
+// size when it ends within its first 4 KiB, else the body limit, shrunk
+// to its size once read. When it reports false it has answered: the
+// tenant's share full (429) or the total past the body timeout (503), the
+// body too large (413, unread when announced so), late (408) or broken.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, deadline time.Time) ([]byte, *reservation, bool) {
+	if r.ContentLength > s.opts.maxBody {
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.maxBody))
+		return nil, nil, false
+	}
+	tenant := tenantOf(r.Context())
+	var hold *reservation
+	reserve := func(n int64) error {
+		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		defer cancel()
+		var err error
+		hold, err = s.intake.reserve(ctx, tenant, n)
+		return err
+	}
 	// The body must arrive within the body timeout; the run that follows
 	// is bounded by its own budgets. A recorder in tests cannot set
 	// deadlines, which is fine.
@@ -93,27 +108,51 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request, deadline time
 		err  error
 	)
 	if r.ContentLength >= 0 {
-		data = make([]byte, r.ContentLength)
-		_, err = io.ReadFull(body, data)
-	} else {
-		data, err = readAtMost(body, s.opts.maxBody)
+		if err = reserve(r.ContentLength); err == nil {
+			data = make([]byte, r.ContentLength)
+			_, err = io.ReadFull(body, data)
+		}
+	} else if data, err = readAtMost(body, s.opts.maxBody, reserve); err == nil {
 		hold.shrink(int64(len(data)))
 	}
 	if err != nil {
+		hold.release()
 		// The connection is not reused: the rest of the body is unread.
 		w.Header().Set("Connection", "close")
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) || errors.Is(err, errOverLimit) {
-			return req, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds %d bytes", s.opts.maxBody)
+		var (
+			rf  *refusal
+			mbe *http.MaxBytesError
+		)
+		switch {
+		case errors.As(err, &rf):
+			if rf.retryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.FormatInt((rf.retryAfter+999)/1000, 10))
+			}
+			if rf.status == http.StatusUnauthorized { // its tenant left the table
+				w.Header().Set("WWW-Authenticate", `Bearer realm="dsh-container"`)
+			}
+			s.log.Warn("request not read", "tenant", tenant.Name, "status", rf.status, "err", rf.msg)
+			writeError(w, rf.status, rf.msg)
+		case errors.As(err, &mbe), errors.Is(err, errOverLimit):
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.maxBody))
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			writeError(w, http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %v", s.opts.bodyTimeout))
+		default:
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("reading the request body: %v", err))
 		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return req, http.StatusRequestTimeout, fmt.Errorf("the request body did not arrive within %v", s.opts.bodyTimeout)
-		}
-		return req, http.StatusBadRequest, fmt.Errorf("reading the request body: %v", err)
+		return nil, nil, false
 	}
 	_ = rc.SetReadDeadline(time.Time{})
+	return data, hold, true
+}
+
+// decodeRun decodes a RunRequest strictly: one JSON object, no unknown
+// fields, nothing after it. It decodes in place: its program is copied
+// once, into the string.
+func (s *Server) decodeRun(data []byte) (RunRequest, error) {
+	var req RunRequest
 	if len(bytes.TrimSpace(data)) == 0 {
-		return req, http.StatusBadRequest, errors.New(`empty body; send {"language": "typescript"|"python", "code": "..."}`)
+		return req, errors.New(`empty body; send {"language": "typescript"|"python", "code": "..."}`)
 	}
 	// The keys first, without copying their values: a strict decoder
 	// (json.Decoder) would copy the whole body into its own buffer.
@@ -121,16 +160,16 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request, deadline time
 	if err := json.Unmarshal(data, &keys); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) && strings.Contains(se.Error(), "after top-level value") {
-			return req, http.StatusBadRequest, errors.New("invalid JSON body: trailing data after the object")
+			return req, errors.New("invalid JSON body: trailing data after the object")
 		}
 		if !errors.As(err, &se) {
 			err = errors.New("the body must be a JSON object")
 		}
-		return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+		return req, fmt.Errorf("invalid JSON body: %v", err)
 	}
 	for _, k := range sortedKeys(keys) {
 		if !slices.ContainsFunc(runKeys, func(known string) bool { return strings.EqualFold(k, known) }) {
-			return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: unknown field %q", truncateName(k))
+			return req, fmt.Errorf("invalid JSON body: unknown field %q", truncateName(k))
 		}
 	}
 	// The fields, the program left in place and then copied once.
@@ -139,55 +178,24 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request, deadline time
 		Code rawRef `json:"code"`
 	}
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return req, http.StatusBadRequest, fmt.Errorf("invalid JSON body: %v", err)
+		return req, fmt.Errorf("invalid JSON body: %v", err)
 	}
 	req = fields.RunRequest
 	if code := fields.Code; len(code) > 0 && string(code) != "null" {
 		var ok bool
 		if req.Code, ok = unquote(code); !ok {
-			return req, http.StatusBadRequest, errors.New("invalid JSON body: code must be a string")
+			return req, errors.New("invalid JSON body: code must be a string")
 		}
 	}
 	switch {
 	case req.Language == "":
-		return req, http.StatusBadRequest, fmt.Errorf("language is required (served: %s)", strings.Join(s.langs, ", "))
+		return req, fmt.Errorf("language is required (served: %s)", strings.Join(s.langs, ", "))
 	case strings.TrimSpace(req.Code) == "":
-		return req, http.StatusBadRequest, errors.New("code is required and must not be blank")
+		return req, errors.New("code is required and must not be blank")
 	case len(req.ID) > MaxIDBytes || !utf8.ValidString(req.ID):
-		return req, http.StatusBadRequest, fmt.Errorf("id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
+		return req, fmt.Errorf("id must be valid UTF-8 of at most %d bytes", MaxIDBytes)
 	}
-	return req, 0, nil
-}
-
-// reserveBody reserves the bytes of r's body before it is read: its
-// Content-Length, or the body limit when it has none. A body announced
-// over the limit is refused (413) unread.
-func (s *Server) reserveBody(w http.ResponseWriter, r *http.Request, deadline time.Time) (*reservation, bool) {
-	if r.ContentLength > s.opts.maxBody {
-		w.Header().Set("Connection", "close")
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", s.opts.maxBody))
-		return nil, false
-	}
-	n := r.ContentLength
-	if n < 0 {
-		n = s.opts.maxBody
-	}
-	ctx, cancel := context.WithDeadline(r.Context(), deadline)
-	defer cancel()
-	tenant := tenantOf(r.Context())
-	hold, err := s.intake.reserve(ctx, tenant, n)
-	if err != nil {
-		var rf *refusal
-		errors.As(err, &rf)
-		w.Header().Set("Connection", "close") // the body stays unread
-		if rf.retryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.FormatInt((rf.retryAfter+999)/1000, 10))
-		}
-		s.log.Warn("request not read", "tenant", tenant.Name, "status", rf.status, "err", rf.msg)
-		writeError(w, rf.status, rf.msg)
-		return nil, false
-	}
-	return hold, true
+	return req, nil
 }
 
 func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
@@ -195,15 +203,14 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("%s is not offered in mode %q: this server offers its tools natively only (serve --mode code or both runs programs)", registry.RunCode, registry.ModeNative))
 		return
 	}
-	deadline := time.Now().Add(s.opts.bodyTimeout)
-	hold, ok := s.reserveBody(w, r, deadline)
+	data, hold, ok := s.readBody(w, r, time.Now().Add(s.opts.bodyTimeout))
 	if !ok {
 		return
 	}
 	defer hold.release()
-	req, status, err := s.decodeRun(w, r, deadline, hold)
+	req, err := s.decodeRun(data)
 	if err != nil {
-		writeError(w, status, err.Error())
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	lang, err := backend.ParseLanguage(req.Language)

@@ -114,10 +114,18 @@ func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n 
 // WithMaxRequestBytes bounds the bytes of request bodies and session
 // start frames the server holds at once, all tenants together (default
 // DefaultMaxRequestBytes): each is reserved before the request is read
-// and held until its run ends. A request that does not fit waits, within
-// the body timeout, then gets 503. n must be at least the body limit.
-// Each tenant with a maxRuns is bounded too, by (maxRuns + queue + 1) ×
-// the body limit; beyond that its request gets 429 at once.
+// (past its first 4 KiB when its length is not announced) and held until
+// its run ends. n is divided among the tenants, and each tenant's share
+// is there for it whatever the others hold: a tenant gets the smaller of
+// what its quota can use, (maxRuns + queue + 1) × the body limit (no
+// bound without maxRuns), and an even split of what the tenants using
+// less leave. A request that would take its tenant past its share gets
+// 429 at once, unread. n must be at least the number of tenants × the
+// body limit (New, and Auth.Reload, refuse fewer); with no auth the one
+// anonymous tenant's share is n, or its quota's need when smaller. (The
+// total is checked too: while requests admitted under a replaced tenant
+// table still hold more than the new shares leave, a request waits,
+// within the body timeout, then gets 503.)
 func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxRequest = n } }
 
 // WithBodyTimeout bounds reading one request body (default
@@ -179,6 +187,11 @@ func New(opts ...Option) (*Server, error) {
 	case o.maxRequest < o.maxBody:
 		return nil, fmt.Errorf("%w: max request bytes %d must be at least the body limit, %d", errdefs.ErrInvalidArgument, o.maxRequest, o.maxBody)
 	}
+	if a := o.mt.auth; a != nil {
+		if err := checkShares(*a.tenants.Load(), o.maxRequest, o.maxBody); err != nil {
+			return nil, err
+		}
+	}
 	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	for _, rt := range o.runtimes {
 		if rt == nil {
@@ -219,6 +232,10 @@ func New(opts ...Option) (*Server, error) {
 	}
 	s.metrics = m
 	s.initTenants()
+
+	if a := o.mt.auth; a != nil {
+		a.addCheck(func(tenants []Tenant) error { return checkShares(tenants, o.maxRequest, o.maxBody) })
+	}
 
 	s.mux = http.NewServeMux()
 	s.mux.Handle("/v1/run", s.instrument("run", methods(s.handleRun, http.MethodPost)))

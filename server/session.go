@@ -148,22 +148,11 @@ func (ss *session) serve(authFail *refusal) {
 		ss.refuse(authFail)
 		return
 	}
-	// The start frame is read into bytes reserved for it, within the
-	// body timeout whether it waits for them or for the frame; the
-	// reservation lasts as long as the session.
-	deadline := time.Now().Add(ss.s.opts.bodyTimeout)
-	wctx, cancel := context.WithDeadline(ss.ctx, deadline)
-	hold, err := ss.s.intake.reserve(wctx, ss.tenant, ss.maxFrame)
-	cancel()
-	if err != nil {
-		if r := (*refusal)(nil); errors.As(err, &r) && ss.ctx.Err() == nil {
-			ss.refuse(r)
-		}
-		return
-	}
+	// The start frame is read into bytes reserved for it once it
+	// arrives, within the body timeout whether it waits for the frame or
+	// for them; the reservation lasts as long as the session.
+	start, hold, rf := ss.readStart(time.Now().Add(ss.s.opts.bodyTimeout))
 	defer hold.release()
-	start, size, rf := ss.readStart(deadline)
-	hold.shrink(size)
 	if rf != nil {
 		ss.refuse(rf)
 		return
@@ -216,36 +205,57 @@ type sessionRun struct {
 	egress []json.RawMessage // the run's egress events
 }
 
-// readStart reads the first frame by deadline and decodes it, and
-// reports the frame's size. A frame that breaks the protocol ends the
-// session as a violation (1008, 1009 for one too large) and readStart
-// returns nil, nil, as it does when the client left.
-func (ss *session) readStart(deadline time.Time) (*StartFrame, int64, *refusal) {
+// readStart reads the first frame by deadline and decodes it. The frame
+// is read into bytes reserved for it as it arrives (readAtMost: exactly
+// its size when it ends within its first 4 KiB, else the frame limit,
+// shrunk to its size once read), which the session holds until it ends:
+// the tenant's share full refuses it (429), as the total past the
+// deadline does (503). A frame that breaks the protocol ends the session
+// as a violation (1008, 1009 for one too large) and readStart returns a
+// nil frame and refusal, as it does when the client left.
+func (ss *session) readStart(deadline time.Time) (*StartFrame, *reservation, *refusal) {
 	ss.conn.SetReadDeadline(deadline)
-	data, err := ss.readFrame(false)
+	var hold *reservation
+	reserve := func(n int64) error {
+		ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+		defer cancel()
+		var err error
+		hold, err = ss.s.intake.reserve(ctx, ss.tenant, n)
+		return err
+	}
+	data, err := ss.readFrame(false, reserve)
 	if err != nil {
-		var se *SessionError
+		hold.release()
+		var (
+			se *SessionError
+			rf *refusal
+		)
 		switch {
+		case errors.As(err, &rf):
+			if ss.ctx.Err() == nil { // else the client left or the daemon stops
+				return nil, nil, rf
+			}
 		case errors.As(err, &se):
 			ss.violate(se)
 		case isTimeout(err):
-			return nil, 0, &refusal{status: http.StatusRequestTimeout, msg: fmt.Sprintf("no start frame within %v of the upgrade", ss.s.opts.bodyTimeout)}
+			return nil, nil, &refusal{status: http.StatusRequestTimeout, msg: fmt.Sprintf("no start frame within %v of the upgrade", ss.s.opts.bodyTimeout)}
 		}
-		return nil, 0, nil
+		return nil, nil, nil
 	}
+	hold.shrink(int64(len(data)))
 	msg, err := DecodeSessionFrame(ClientToDaemon, data, 0)
 	if err != nil {
 		var se *SessionError
 		errors.As(err, &se)
 		ss.violate(se)
-		return nil, int64(len(data)), nil
+		return nil, hold, nil
 	}
 	start, ok := msg.(*StartFrame)
 	if !ok {
 		ss.violate(&SessionError{Code: CodeUnexpected, Message: fmt.Sprintf("the first frame must be start, not %s", msg.(interface{ frameType() string }).frameType())})
-		return nil, int64(len(data)), nil
+		return nil, hold, nil
 	}
-	return start, int64(len(data)), nil
+	return start, hold, nil
 }
 
 // isTimeout reports a read deadline that passed (gorilla/websocket hides
@@ -472,7 +482,7 @@ func (ss *session) deliver(m *ResultFrame) error {
 func (ss *session) readLoop() {
 	defer close(ss.readerDone)
 	for {
-		data, err := ss.readFrame(true)
+		data, err := ss.readFrame(true, nil)
 		if err != nil {
 			var se *SessionError
 			if errors.As(err, &se) {
@@ -536,7 +546,8 @@ const maxEarlyFrame = 8 * MaxMessageBytes
 // readFrame reads one text frame of at most maxFrame bytes — of at most
 // maxEarlyFrame after start until the run was accepted — without
 // buffering more than that; a larger or binary frame is a *SessionError.
-func (ss *session) readFrame(afterStart bool) ([]byte, error) {
+// reserve, when not nil, is readAtMost's.
+func (ss *session) readFrame(afterStart bool, reserve func(int64) error) ([]byte, error) {
 	typ, r, err := ss.conn.NextReader()
 	if err != nil {
 		return nil, err
@@ -554,7 +565,7 @@ func (ss *session) readFrame(afterStart bool) ([]byte, error) {
 		}
 		ss.cmu.Unlock()
 	}
-	data, err := readAtMost(r, limit)
+	data, err := readAtMost(r, limit, reserve)
 	if errors.Is(err, errOverLimit) {
 		if limit < ss.maxFrame {
 			return nil, sessionErr(CodeTooLarge, "a frame before accepted exceeds %d bytes: only abort may be sent then", limit)
