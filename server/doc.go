@@ -2,8 +2,11 @@
 // programs through the registry on long-lived code runtimes, serves the
 // SDK of the loaded tools, reports health and exports Prometheus metrics.
 //
-// A Server holds one backend.Runtime per language (in the daemon, each a
-// container runtime with its own warm pool and admission limit), the
+// A Server holds, per language, a default backend.Runtime (WithRuntime)
+// and the runtimes a request may choose by OCI runtime name with
+// "runtime" (WithNamedRuntime; in the daemon one container runtime per
+// runtime serve --allow-runtimes admits, each with its own warm pool and
+// admission limit), the
 // tools loaded at start and, optionally, a ToolSource whose tools may
 // change (the tools of MCP servers), read afresh for each request. Its
 // mode (WithMode: code, the default; both; native) decides what GET
@@ -15,7 +18,7 @@
 //
 // Endpoints:
 //
-//	POST /v1/run      {"language","code","id"?,"limits"?} → the `run --json` object plus "events"
+//	POST /v1/run      {"language","code","id"?,"limits"?,"runtime"?,"egress"?} → the `run --json` object plus "events" (and "egressEvents")
 //	GET  /v1/sessions a websocket: one run with tools the client defines and
 //	                  answers, logs and events streamed, abort (session.go;
 //	                  the protocol is in docs/session-protocol.md)
@@ -28,23 +31,26 @@
 // whose "error" field says which kind. The request's failures are
 // {"error": "..."} with 400 (bad JSON, unknown field, unknown language, no
 // code), 413 (body too large), 429 with Retry-After (admission queue full,
-// or the tenant's requests hold all the bytes its quota allows), 503
-// (runner image missing, Docker daemon unreachable, shutting down, or the
+// or the tenant's requests hold its share of the request memory), 503
+// (runner image missing, container engine unreachable, shutting down, or the
 // server's total of request bytes held past the body timeout) or 500. A
 // client that disconnects cancels its run, which the runtime reports as
 // an abort.
 //
 // Memory before admission (intake.go): a body or a session's start frame
-// is read only into bytes reserved for it first — its Content-Length, or
-// the body limit, given back down to its size once read — and held until
-// its run ends, so a tenant's quota bounds what its requests make the
-// server hold, and WithMaxRequestBytes bounds all of them. Reading and
+// is read only into bytes reserved for it first — its Content-Length, or,
+// when its length is not announced, past its first 4 KiB the body limit,
+// given back down to its size once read — and held until its run ends.
+// WithMaxRequestBytes bounds all of them and is divided into a share per
+// tenant that the others cannot take (the smaller of what its quota can
+// use and an even split), so one tenant's flood never starves another. Reading and
 // decoding cost a few times a request's size, not a multiple of tens.
 //
 // WithAuth puts bearer-token tenants in front of every endpoint but
 // /healthz (401 otherwise, one message whatever failed);
 // WithClientCertificates requires a verified TLS client certificate;
-// WithAdmission bounds runs per tenant and in total (429 beyond). Shutdown
+// WithAdmission bounds runs per tenant and per language (429 beyond).
+// docs/ARCHITECTURE.md follows a POST /v1/run and a session hop by hop. Shutdown
 // drains sessions, which the HTTP server's own Shutdown does not see.
 //
 // The server never closes its runtimes: whoever built them does, after
