@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 	"unsafe"
 )
 
@@ -20,7 +22,7 @@ func TestRegisterChecksSchemasWithoutCopies(t *testing.T) {
 		size += len(tool.Parameters)
 	}
 	r := newReg(t)
-	n := allocated(func() { mustRegister(t, r, tools...) })
+	n := testenv.Allocated(func() { mustRegister(t, r, tools...) })
 	t.Logf("registering %d bytes of schemas allocated %d bytes", size, n)
 	if n > uint64(size)/3 {
 		t.Errorf("registering %d bytes of schemas allocated %d bytes; the bound is a third of them", size, n)

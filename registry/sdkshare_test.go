@@ -3,9 +3,10 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 	"unsafe"
 
 	"github.com/dsh-container/dsh-container/backend"
@@ -33,16 +34,6 @@ func bigListTools(n, size int) []Tool {
 		out[i] = t
 	}
 	return out
-}
-
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
 }
 
 // Over MCP run_code's description carries the SDK section; the two are
@@ -84,7 +75,7 @@ func TestAssembleAutoDoesNotRenderTheFullSDK(t *testing.T) {
 		mustRegister(t, r, bigListTools(128, 2<<20)...)
 		var asm Assembly
 		var err error
-		n := allocated(func() { asm, err = r.Assemble(t.Context(), Scope{}) })
+		n := testenv.Allocated(func() { asm, err = r.Assemble(t.Context(), Scope{}) })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // listTools is a tool list like the one an MCP upstream may send (issue
@@ -43,16 +45,6 @@ func listTools(tools, size int) []Tool {
 	return out
 }
 
-// allocated returns the bytes f allocates.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // Each SDK text is rendered into one buffer sized before rendering starts:
 // a 2 MiB tool list's SDK allocates about its own size (it allocated
 // fifteen times its size, the intermediate strings of every type, comment
@@ -76,7 +68,7 @@ func TestRenderAllocatesAboutItsSize(t *testing.T) {
 		{Python, FormatIndex, 2},
 	} {
 		var text string
-		n := allocated(func() { text, _ = Render(c.lang, c.format, tools) })
+		n := testenv.Allocated(func() { text, _ = Render(c.lang, c.format, tools) })
 		ratio := float64(n) / float64(len(text))
 		t.Logf("%s %s: %d bytes of text, %d allocated (%.2f a byte)", c.lang, c.format, len(text), n, ratio)
 		if float64(n) > c.bound*float64(len(text))+256<<10 {
@@ -131,7 +123,7 @@ func TestRenderWithLimitStopsEarly(t *testing.T) {
 	tools := listTools(128, 2<<20)
 	for _, lang := range Languages() {
 		var r Rendered
-		n := allocated(func() { r, _ = RenderWith(lang, FormatPrompt, tools, RenderOptions{Limit: 32 << 10}) })
+		n := testenv.Allocated(func() { r, _ = RenderWith(lang, FormatPrompt, tools, RenderOptions{Limit: 32 << 10}) })
 		t.Logf("%s: %d bytes allocated to tell a 2 MiB list's SDK is over 32 KiB", lang, n)
 		if !r.Over || n > 512<<10 {
 			t.Errorf("%s: over %v after allocating %d bytes; want over within 512 KiB", lang, r.Over, n)

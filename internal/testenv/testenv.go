@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"testing"
 )
 
@@ -131,4 +132,17 @@ func RunOnly(name string) error {
 		}
 	}
 	return nil
+}
+
+// Allocated is the bytes the process allocated while f ran (the Go
+// heap's running total, after a collection so that f starts from a quiet
+// heap): what an allocation bound in a test measures. Other goroutines'
+// allocations count too; call it where none run.
+func Allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
