@@ -503,7 +503,7 @@ func translate(err error, image string) error {
 	case client.IsErrConnectionFailed(err), isDial(err):
 		return fmt.Errorf("%w: cannot reach the Docker daemon (%v); start it (e.g. `systemctl start docker` or `dockerd &`) or set DOCKER_HOST", errdefs.ErrUnavailable, err)
 	case errdefs.IsNotFound(err) && image != "" && strings.Contains(strings.ToLower(err.Error()), "image"):
-		return fmt.Errorf("%w: runner image %s is missing; build it with `dsh-container images build` (or `make images`)", errdefs.ErrNotFound, image)
+		return missingImage(image)
 	}
 	return err
 }

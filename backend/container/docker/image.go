@@ -18,7 +18,7 @@ import (
 // /etc/passwd and /etc/group), and an image whose configuration Docker
 // would merge into the container against the preset (checkImage). It
 // returns the ID of the image checked, which the container is created
-// from ("" for an image the daemon does not have: the create reports it).
+// from; an image the daemon does not have is an error (missingImage).
 func (d *Driver) checkSpec(ctx context.Context, s container.Spec) (string, error) {
 	if _, _, err := container.ParseUser(s.User); err != nil {
 		return "", err
@@ -54,12 +54,15 @@ func (d *Driver) checkSpec(ctx context.Context, s container.Spec) (string, error
 // from the ID whose configuration was checked: a reference moved to
 // another image after a check (a retag) is checked again, and one moved
 // between this check and the create does not reach the create. Nothing is
-// remembered by reference; the check is on the inspection in hand.
+// remembered by reference; the check is on the inspection in hand. A
+// reference the daemon has no image under is refused here (missingImage),
+// never left to the create: an image appearing under it after this look
+// would be created from unchecked.
 func (d *Driver) checkImage(ctx context.Context, ref string, env []string) (string, error) {
 	im, err := d.api.ImageInspect(ctx, ref)
 	switch {
 	case errdefs.IsNotFound(err):
-		return "", nil
+		return "", missingImage(ref)
 	case err != nil:
 		return "", translate(err, ref)
 	case im.ID == "":
@@ -72,6 +75,11 @@ func (d *Driver) checkImage(ctx context.Context, ref string, env []string) (stri
 	}
 	d.imageRefs.Store(im.ID, ref)
 	return im.ID, nil
+}
+
+// missingImage is the error for a runner image the daemon does not have.
+func missingImage(ref string) error {
+	return fmt.Errorf("%w: runner image %s is missing; build it with `dsh-container images build` (or `make images`)", errdefs.ErrNotFound, ref)
 }
 
 // imageProblems lists what checkImage refuses in an image's configuration.

@@ -73,7 +73,7 @@ func TestCreateRefusesUnparsableUser(t *testing.T) {
 
 // An image carrying a label the runtime sets and the reaper reads, or a
 // VOLUME, is refused before anything is created; one without them is
-// checked once per reference; a missing one is left to the create.
+// checked at each create (a missing one: TestCreateRefusesAMissingImage).
 func TestCreateChecksTheImage(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -135,11 +135,26 @@ func TestCreateChecksTheImage(t *testing.T) {
 	if cfg := api.created[0]; cfg.User != container.RunnerUser || cfg.Healthcheck == nil || strings.Join(cfg.Healthcheck.Test, " ") != "NONE" {
 		t.Errorf("user %q, healthcheck %+v", cfg.User, cfg.Healthcheck)
 	}
-	// A missing image is the create's to report (with the build hint).
-	api = &createAPI{missing: true}
-	d = &Driver{api: api}
-	if _, err := d.Create(ctx, runnerSpec()); err != nil || len(api.created) != 1 {
-		t.Fatalf("missing image: %v, %d creates", err, len(api.created))
+}
+
+// A reference the daemon has no image under is refused at the check,
+// naming the image and how to build it, and nothing is created: a create
+// from the reference would take whatever image appeared under it after
+// the check, unchecked.
+func TestCreateRefusesAMissingImage(t *testing.T) {
+	api := &createAPI{missing: true}
+	d := &Driver{api: api}
+	_, err := d.Create(context.Background(), runnerSpec())
+	if !errdefs.IsNotFound(err) {
+		t.Fatalf("%v, want NotFound", err)
+	}
+	for _, w := range []string{"runner image dsh-container/py-runner:abc is missing", "dsh-container images build"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+	if api.inspects != 1 || len(api.created) != 0 {
+		t.Fatalf("%d inspects, %d creates; want 1 and none", api.inspects, len(api.created))
 	}
 }
 
