@@ -24,6 +24,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/tsprep"
 )
 
 // The host-bounds suite (issue 10): programs that attack the host process
@@ -74,7 +75,7 @@ func TestHostBoundsDeepPrograms(t *testing.T) {
 		}
 		start := time.Now()
 		res := e.run(t, src)
-		if res.Error == nil || res.Error.Kind != backend.FailureException || !strings.Contains(res.Error.Message, fmt.Sprintf("deeper than %d levels", container.MaxNesting)) {
+		if res.Error == nil || res.Error.Kind != backend.FailureException || !strings.Contains(res.Error.Message, fmt.Sprintf("deeper than %d levels", tsprep.MaxNesting)) {
 			t.Fatalf("%s: %+v", name, res.Error)
 		}
 		bound(t, "%s, %d bytes: exception in %v: %.90s…", name, len(src), time.Since(start).Round(time.Millisecond), res.Error.Message)

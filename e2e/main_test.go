@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-container/dsh-container/backend/container/docker"
 	"github.com/dsh-container/dsh-container/images"
 	"github.com/dsh-container/dsh-container/internal/testenv"
+	"github.com/dsh-container/dsh-container/tsprep"
 )
 
 var (
@@ -36,6 +37,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	tsprep.ServeWorkerIfRequested()
 	drv, unavailable = connect()
 	if unavailable != nil {
 		if err := testenv.RunOnly("TestEnvironment"); err != nil {

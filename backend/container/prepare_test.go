@@ -2,127 +2,45 @@ package container
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/tsprep"
 )
-
-// prepareTest prepares src with a stripper of its own.
-func prepareTest(t *testing.T, lang backend.Language, src string) (prepared, *backend.Failure) {
-	t.Helper()
-	s := newStripper(1)
-	t.Cleanup(s.close)
-	p, fail, err := prepare(context.Background(), lang, src, s)
-	if err != nil {
-		t.Fatalf("prepare: %v", err)
-	}
-	return p, fail
-}
-
-func TestPrepareSyntaxErrorNamesTheModelsLine(t *testing.T) {
-	for _, tc := range []struct {
-		src  string
-		want string
-	}{
-		{"const a = 1\nconst b = ;\n", "program.ts:2:11:"},
-		{"let x = (", "program.ts:1:"},
-		{"return 1\n}\n", "program.ts:3:1: Expected"},
-	} {
-		_, fail := prepareTest(t, backend.TypeScript, tc.src)
-		if fail == nil {
-			t.Fatalf("%q: no failure", tc.src)
-		}
-		if fail.Kind != backend.FailureException || !strings.HasPrefix(fail.Message, "SyntaxError: ") || !strings.Contains(fail.Message, tc.want) {
-			t.Errorf("%q: got %s %q, want exception containing %q", tc.src, fail.Kind, fail.Message, tc.want)
-		}
-	}
-}
-
-func TestPrepareAllowsTopLevelAwaitAndReturn(t *testing.T) {
-	p, fail := prepareTest(t, backend.TypeScript, "interface A { a: number }\nconst x: A = { a: await Promise.resolve(1) }\nreturn x.a as number\n")
-	if fail != nil {
-		t.Fatal(fail)
-	}
-	if !strings.HasPrefix(p.program, "(async () => {") || strings.Contains(p.program, "interface") {
-		t.Fatalf("unexpected program %q", p.program)
-	}
-}
 
 func TestPrepareLeavesPythonAlone(t *testing.T) {
 	src := "x = 1\nreturn x\n"
-	p, fail := prepareTest(t, backend.Python, src)
-	if fail != nil || p.program != src || p.sourceMap != "" {
-		t.Fatalf("got %+v %v", p, fail)
+	p, fail, err := prepare(context.Background(), backend.Python, src, nil)
+	if err != nil || fail != nil || p.program != src || p.sourceMap != "" {
+		t.Fatalf("got %+v %v %v", p, fail, err)
 	}
 }
 
-// The shifted map sends generated positions to the model's own lines.
-func TestSourceMapPointsAtOriginalLines(t *testing.T) {
-	src := "interface A {\n  a: string\n}\n\n\nthrow new Error('boom')\n"
-	p, fail := prepareTest(t, backend.TypeScript, src)
-	if fail != nil {
-		t.Fatal(fail)
+// tsprep's errors keep their classes: the program's fault is an exception
+// it gets (the text unchanged), a worker that cannot run is unavailable.
+func TestPrepareClassesTsprepErrors(t *testing.T) {
+	s := tsprep.NewStripper(1, tsprep.Limits{})
+	defer s.Close()
+	p, fail, err := prepare(context.Background(), backend.TypeScript, "const a = 1\nconst b = ;\n", s)
+	if err != nil || fail == nil || fail.Kind != backend.FailureException || !strings.HasPrefix(fail.Message, "SyntaxError: program.ts:2:11:") {
+		t.Fatalf("a syntax error: got %+v %+v %v", p, fail, err)
 	}
-	var m struct {
-		Sources  []string `json:"sources"`
-		Mappings string   `json:"mappings"`
+	if p, fail, err = prepare(context.Background(), backend.TypeScript, "const a: number = 1\nreturn a", s); err != nil || fail != nil || !strings.Contains(p.program, "return a") || p.sourceMap == "" {
+		t.Fatalf("a program: got %+v %+v %v", p, fail, err)
 	}
-	if err := json.Unmarshal([]byte(p.sourceMap), &m); err != nil {
-		t.Fatal(err)
-	}
-	genLines := strings.Split(p.program, "\n")
-	throwGen := -1
-	for i, l := range genLines {
-		if strings.Contains(l, "throw") {
-			throwGen = i
-		}
-	}
-	if throwGen < 0 {
-		t.Fatalf("no throw in %q", p.program)
-	}
-	// Decode to absolute positions and find the segment on the throw line.
-	srcLine := 0
-	found := -1
-	for li, line := range strings.Split(m.Mappings, ";") {
-		for _, seg := range strings.Split(line, ",") {
-			if seg == "" {
-				continue
-			}
-			f, err := decodeVLQ(seg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(f) >= 4 {
-				srcLine += f[2]
-				if li == throwGen && found < 0 {
-					found = srcLine
-				}
-			}
-		}
-	}
-	if found != 5 { // zero-based: line 6 of the model's source
-		t.Fatalf("throw maps to zero-based line %d, want 5 (map %s)", found, p.sourceMap)
-	}
-}
-
-func TestVLQRoundTrip(t *testing.T) {
-	for _, v := range []int{0, 1, -1, 15, 16, -16, 1000, -123456, 1 << 28} {
-		var b strings.Builder
-		encodeVLQ(&b, v)
-		got, err := decodeVLQ(b.String())
-		if err != nil || len(got) != 1 || got[0] != v {
-			t.Errorf("%d → %q → %v %v", v, b.String(), got, err)
-		}
-	}
-	for _, bad := range []string{"!", "g", "gggggggggg"} {
-		if _, err := decodeVLQ(bad); err == nil {
-			t.Errorf("decodeVLQ(%q) accepted", bad)
-		}
+	// A handshake limit no worker can meet.
+	never := tsprep.NewStripper(1, tsprep.Limits{Handshake: time.Nanosecond})
+	defer never.Close()
+	_, fail, err = prepare(context.Background(), backend.TypeScript, "return 1", never)
+	if fail != nil || !errdefs.IsUnavailable(err) || !strings.HasPrefix(err.Error(), "unavailable: the type-strip worker did not answer its handshake") {
+		t.Fatalf("a worker that did not start: got %+v %v", fail, err)
 	}
 }
 

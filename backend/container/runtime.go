@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container/runner"
+	"github.com/dsh-container/dsh-container/tsprep"
 )
 
 // Runtime runs each program in a fresh container used once.
@@ -35,7 +36,7 @@ type Runtime struct {
 	orphans orphans
 	// strip type-strips TypeScript programs in worker processes (nil for
 	// other languages).
-	strip *stripper
+	strip *tsprep.Stripper
 	// slots admits running runs; queued counts runs waiting for a slot.
 	slots  chan struct{}
 	queued chan struct{}
@@ -97,7 +98,7 @@ func New(d Driver, opts ...Option) (*Runtime, error) {
 		r.queued = make(chan struct{}, o.queueLength)
 	}
 	if o.language == backend.TypeScript {
-		r.strip = newStripper(maxStripWorkers)
+		r.strip = tsprep.NewStripper(maxStripWorkers, tsprep.Limits{})
 	}
 	if o.poolSize > 0 {
 		r.pool = newPool(r.startSandbox, r.log, o.poolSize, o.poolTTL, o.poolFill)
@@ -156,7 +157,7 @@ func (r *Runtime) Close(ctx context.Context) error {
 	r.mu.Unlock()
 	r.stopRuns()
 	if r.strip != nil {
-		r.strip.close() // a strip in progress stops its worker when done
+		r.strip.Close() // a strip in progress stops its worker when done
 	}
 	var errs []error
 	if r.pool != nil {

@@ -3,6 +3,14 @@
 // generated SDK ("Code Mode").
 package main
 
-import "os"
+import (
+	"os"
 
-func main() { os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+	"github.com/dsh-container/dsh-container/tsprep"
+)
+
+func main() {
+	// First: a type-strip worker is this executable re-executed.
+	tsprep.ServeWorkerIfRequested()
+	os.Exit(Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

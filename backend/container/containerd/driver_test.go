@@ -33,6 +33,7 @@ import (
 	"github.com/dsh-container/dsh-container/backend/container/containerd"
 	"github.com/dsh-container/dsh-container/images"
 	"github.com/dsh-container/dsh-container/internal/testenv"
+	"github.com/dsh-container/dsh-container/tsprep"
 )
 
 var (
@@ -75,6 +76,7 @@ func driver(t *testing.T) *containerd.Driver {
 }
 
 func TestMain(m *testing.M) {
+	tsprep.ServeWorkerIfRequested()
 	code := m.Run()
 	if drv != nil {
 		drv.Close()

@@ -1,4 +1,4 @@
-package container
+package tsprep
 
 import (
 	"bufio"
@@ -16,19 +16,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
-
-	"github.com/containerd/errdefs"
 )
 
 // The TypeScript type-strip runs esbuild on untrusted text. esbuild's
 // parser recurses without a bound, keeps large ASTs and backtracks
 // super-linearly on some inputs (nested arrow functions), and a Go stack
 // overflow or out-of-memory is fatal to the whole process. So the host
-// never runs it in its own process: a stripper keeps a few worker
-// processes — this same executable, re-executed with stripWorkerEnv set —
-// and sends each program to one of them. A worker runs with a small stack,
+// never runs it in its own process: a Stripper keeps a few worker
+// processes — this same executable, re-executed with stripWorkerEnv set,
+// served by ServeWorkerIfRequested — and sends each program to one of them. A worker runs with a small stack,
 // a memory ceiling it enforces on itself and one CPU; the host gives it a
 // time limit. A program that makes a worker die or overrun is an exception
 // naming the limit, the worker is replaced, and the host is untouched.
@@ -36,24 +35,53 @@ import (
 // checkProgram rejects the known deep shapes first, with a precise
 // message; the worker's limits are the backstop for everything else.
 
-// Limits of a type-strip worker. They bound one program's preparation; a
-// real program at the size cap needs a few MiB and milliseconds.
+// The default limits of a type-strip worker. They bound one program's
+// preparation; a real program at the size cap needs a few MiB and
+// milliseconds.
 const (
-	// StripStackBytes is a worker's maximum goroutine stack.
-	StripStackBytes = 64 << 20
-	// StripMemoryBytes is the memory a worker's Go runtime may hold
-	// before it exits.
-	StripMemoryBytes = 512 << 20
-	// StripTimeLimit bounds the type-strip of one program.
-	StripTimeLimit = 5 * time.Second
-	// maxStripWorkers bounds the worker processes of one runtime, and so
-	// how many programs are stripped at once.
-	maxStripWorkers = 2
+	// StackBytes is a worker's maximum goroutine stack.
+	StackBytes = 64 << 20
+	// MemoryBytes is the memory a worker's Go runtime may hold before it
+	// exits.
+	MemoryBytes = 512 << 20
+	// TimeLimit bounds the type-strip of one program.
+	TimeLimit = 5 * time.Second
+	// HandshakeLimit bounds how long a new worker has to answer its
+	// handshake: a process that has not called ServeWorkerIfRequested by
+	// then is killed.
+	HandshakeLimit = 10 * time.Second
 )
 
+// Limits are a Stripper's limits; a zero field takes its default.
+type Limits struct {
+	StackBytes, MemoryBytes int
+	Time, Handshake         time.Duration
+}
+
+func (l Limits) orDefaults() Limits {
+	if l.StackBytes <= 0 {
+		l.StackBytes = StackBytes
+	}
+	if l.MemoryBytes <= 0 {
+		l.MemoryBytes = MemoryBytes
+	}
+	if l.Time <= 0 {
+		l.Time = TimeLimit
+	}
+	if l.Handshake <= 0 {
+		l.Handshake = HandshakeLimit
+	}
+	return l
+}
+
 // stripWorkerEnv, set to "1", makes this executable a type-strip worker:
-// see init.
+// see ServeWorkerIfRequested.
 const stripWorkerEnv = "DSH_CONTAINER_STRIP_WORKER"
+
+// hello is a worker's first output, before it reads a request: a process
+// that writes anything else, or nothing within the handshake limit, is not
+// serving (its main did not call ServeWorkerIfRequested).
+const hello = "dsh-container tsprep worker v1\n"
 
 // A worker's stack and memory limits, in bytes, from its environment.
 const (
@@ -65,7 +93,32 @@ const (
 // ceiling.
 const exitStripMemory = 3
 
-func init() {
+// registered records that this process called ServeWorkerIfRequested: a
+// Stripper starts no worker in a process that has not, since the worker
+// would be this program's main re-executed doing its normal work.
+var registered atomic.Bool
+
+// ServeWorkerIfRequested makes this process a type-strip worker when a
+// Stripper started it: it then serves, and exits, never returning. In any
+// other process it returns at once. A program that uses a Stripper (a
+// container runtime for TypeScript, say) must call it first thing in main,
+// and a test package that strips in-process from its TestMain:
+//
+//	func main() {
+//		tsprep.ServeWorkerIfRequested()
+//		...
+//	}
+//
+// A worker is this executable re-executed (the pattern of moby's reexec
+// and runsc) with no arguments and an environment of the worker's own
+// only, so it runs the program's package initialisation and its main up
+// to this call: call it before main does anything else. A program that
+// never calls it gets an error naming it from the Stripper, which then
+// starts no process; one whose re-executed main does not reach the call
+// (behind a flag, say) is killed when it has not answered the worker's
+// handshake within Limits.Handshake, with the same error.
+func ServeWorkerIfRequested() {
+	registered.Store(true)
 	if os.Getenv(stripWorkerEnv) == "1" {
 		os.Exit(stripWorkerMain(os.Stdin, os.Stdout))
 	}
@@ -115,13 +168,16 @@ func readMessage(r io.Reader) ([]byte, error) {
 	return b, err
 }
 
-// stripWorkerMain serves requests until its input closes.
+// stripWorkerMain says hello, then serves requests until its input closes.
 func stripWorkerMain(in io.Reader, out io.Writer) int {
-	stack, memory := envBytes(stripStackEnv, StripStackBytes), envBytes(stripMemoryEnv, StripMemoryBytes)
+	stack, memory := envBytes(stripStackEnv, StackBytes), envBytes(stripMemoryEnv, MemoryBytes)
 	debug.SetMaxStack(stack)
 	debug.SetMemoryLimit(int64(memory / 2))
 	runtime.GOMAXPROCS(1)
 	r, w := bufio.NewReader(in), bufio.NewWriter(out)
+	if _, err := w.WriteString(hello); err != nil || w.Flush() != nil {
+		return 1
+	}
 	for {
 		src, err := readMessage(r)
 		if err != nil {
@@ -174,25 +230,24 @@ func watchMemory(limit uint64, stop <-chan struct{}) {
 	}
 }
 
-// stripper hands programs to worker processes and replaces a worker that
-// dies or overruns.
-type stripper struct {
+// A Stripper hands programs to worker processes and replaces a worker that
+// dies or overruns. Its methods are safe for concurrent use.
+type Stripper struct {
 	// slots bounds the workers busy at once.
 	slots chan struct{}
-	// The limits: StripTimeLimit, StripStackBytes and StripMemoryBytes
-	// unless a test says otherwise. A worker learns its own from its
-	// environment.
-	timeLimit   time.Duration
-	stackBytes  int
-	memoryBytes int
+	// lim is the limits; a worker learns its own from its environment.
+	lim Limits
 
 	mu     sync.Mutex
 	idle   []*stripProc
 	closed bool
 }
 
-func newStripper(workers int) *stripper {
-	return &stripper{slots: make(chan struct{}, workers), timeLimit: StripTimeLimit, stackBytes: StripStackBytes, memoryBytes: StripMemoryBytes}
+// NewStripper returns a Stripper that runs at most workers workers at once
+// (and so strips that many programs at once) under l. It starts a worker
+// when a program needs one; Close stops them.
+func NewStripper(workers int, l Limits) *Stripper {
+	return &Stripper{slots: make(chan struct{}, max(workers, 1)), lim: l.orDefaults()}
 }
 
 // stripProc is one worker process.
@@ -215,19 +270,19 @@ func (e *errStripFailed) Error() string { return e.msg }
 
 // strip type-strips src in a worker. It returns the worker's response, an
 // *errStripFailed for a program that broke a worker limit, ctx's error
-// when cancelled, or an errdefs-classed error when no worker could run.
-func (s *stripper) strip(ctx context.Context, src string) (stripResponse, error) {
+// when cancelled, or a *WorkerError when no worker could run.
+func (s *Stripper) strip(ctx context.Context, src string) (stripResponse, error) {
 	select {
 	case s.slots <- struct{}{}:
 	case <-ctx.Done():
 		return stripResponse{}, ctx.Err()
 	}
 	defer func() { <-s.slots }()
-	p, err := s.get()
+	p, err := s.get(ctx)
 	if err != nil {
 		return stripResponse{}, err
 	}
-	resp, err := p.do(ctx, src, s.timeLimit)
+	resp, err := p.do(ctx, src, s.lim.Time)
 	if err != nil {
 		p.kill()
 		return stripResponse{}, err
@@ -236,7 +291,7 @@ func (s *stripper) strip(ctx context.Context, src string) (stripResponse, error)
 	return resp, nil
 }
 
-func (s *stripper) get() (*stripProc, error) {
+func (s *Stripper) get(ctx context.Context) (*stripProc, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -249,10 +304,10 @@ func (s *stripper) get() (*stripProc, error) {
 		return p, nil
 	}
 	s.mu.Unlock()
-	return startStripProc(s.stackBytes, s.memoryBytes)
+	return startStripProc(ctx, s.lim)
 }
 
-func (s *stripper) put(p *stripProc) {
+func (s *Stripper) put(p *stripProc) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -262,9 +317,9 @@ func (s *stripper) put(p *stripProc) {
 	s.idle = append(s.idle, p)
 }
 
-// close stops the idle workers and makes later strips fail; a strip in
+// Close stops the idle workers and makes later strips fail; a strip in
 // progress finishes and its worker is then stopped. Idempotent.
-func (s *stripper) close() {
+func (s *Stripper) Close() {
 	s.mu.Lock()
 	s.closed = true
 	idle := s.idle
@@ -275,7 +330,12 @@ func (s *stripper) close() {
 	}
 }
 
-func startStripProc(stackBytes, memoryBytes int) (*stripProc, error) {
+// startStripProc starts a worker and waits for its hello.
+func startStripProc(ctx context.Context, l Limits) (*stripProc, error) {
+	if !registered.Load() {
+		return nil, workerError("type-strip worker: call tsprep.ServeWorkerIfRequested from main, first thing: the worker is this executable re-executed, and this program has not called it, so no worker was started")
+	}
+	stackBytes, memoryBytes := l.StackBytes, l.MemoryBytes
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{"dsh-container-type-strip"}
 	cmd.Env = []string{stripWorkerEnv + "=1", "GOMAXPROCS=1", "GOTRACEBACK=none",
@@ -285,23 +345,60 @@ func startStripProc(stackBytes, memoryBytes int) (*stripProc, error) {
 	cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
-		return nil, fmt.Errorf("%w: type-strip worker: %w", errdefs.ErrUnavailable, err)
+		return nil, workerError("type-strip worker: %w", err)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		p.stdin.Close()
-		return nil, fmt.Errorf("%w: type-strip worker: %w", errdefs.ErrUnavailable, err)
+		return nil, workerError("type-strip worker: %w", err)
 	}
 	p.stdout = bufio.NewReader(stdout)
 	if err := cmd.Start(); err != nil {
 		p.stdin.Close()
-		return nil, fmt.Errorf("%w: cannot start the type-strip worker (%s re-executed): %w", errdefs.ErrUnavailable, "/proc/self/exe", err)
+		return nil, workerError("cannot start the type-strip worker (%s re-executed): %w", "/proc/self/exe", err)
 	}
 	go func() {
 		_ = cmd.Wait()
 		close(p.exited)
 	}()
+	if err := p.handshake(ctx, l.Handshake); err != nil {
+		p.kill()
+		return nil, err
+	}
 	return p, nil
+}
+
+// handshake reads the worker's hello within limit. Anything else means the
+// process is this program's main re-executed doing its normal work.
+func (p *stripProc) handshake(ctx context.Context, limit time.Duration) error {
+	got := make(chan []byte, 1)
+	go func() {
+		b := make([]byte, len(hello))
+		n, _ := io.ReadFull(p.stdout, b)
+		got <- b[:n]
+	}()
+	timer := time.NewTimer(limit)
+	defer timer.Stop()
+	const fix = "call tsprep.ServeWorkerIfRequested from main, first thing: the worker is this executable re-executed, and its main did not reach the call"
+	select {
+	case b := <-got:
+		if string(b) == hello {
+			return nil
+		}
+		p.kill()
+		if len(b) == 0 {
+			return workerError("the type-strip worker exited without answering its handshake%s; %s", firstLine(p.stderr.String()), fix)
+		}
+		return workerError("the type-strip worker answered its handshake with %q, not the worker's hello; %s", b, fix)
+	case <-timer.C:
+		p.kill()
+		<-got
+		return workerError("the type-strip worker did not answer its handshake within %v and was killed; %s", limit, fix)
+	case <-ctx.Done():
+		p.kill()
+		<-got
+		return ctx.Err()
+	}
 }
 
 // do sends one program and reads the response within limit.
@@ -344,11 +441,11 @@ func (p *stripProc) do(ctx context.Context, src string, limit time.Duration) (st
 		case state != nil && state.ExitCode() == exitStripMemory, strings.Contains(head, "out of memory"):
 			return stripResponse{}, &errStripFailed{fmt.Sprintf("the type-strip of this program needed more than its %d MiB memory limit; simplify it", p.memoryBytes>>20)}
 		}
-		return stripResponse{}, fmt.Errorf("%w: the type-strip worker failed: %v%s", errdefs.ErrUnavailable, r.err, firstLine(head))
+		return stripResponse{}, workerError("the type-strip worker failed: %v%s", r.err, firstLine(head))
 	}
 	var resp stripResponse
 	if err := json.Unmarshal(r.b, &resp); err != nil {
-		return stripResponse{}, fmt.Errorf("%w: the type-strip worker answered badly: %w", errdefs.ErrUnavailable, err)
+		return stripResponse{}, workerError("the type-strip worker answered badly: %w", err)
 	}
 	return resp, nil
 }

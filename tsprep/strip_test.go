@@ -1,4 +1,4 @@
-package container
+package tsprep
 
 import (
 	"context"
@@ -59,11 +59,7 @@ func TestStripperLimits(t *testing.T) {
 		{name: "time", src: "const f = " + strings.Repeat("x=>", 3000) + "1", want: "longer than its 2s limit", timeLimit: 2 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStripper(1)
-			s.timeLimit = tc.timeLimit
-			if tc.memory != 0 {
-				s.memoryBytes = tc.memory
-			}
+			s := NewStripper(1, Limits{Time: tc.timeLimit, MemoryBytes: tc.memory})
 			_, err := s.strip(context.Background(), tc.src)
 			var sf *errStripFailed
 			if !errors.As(err, &sf) {
@@ -72,7 +68,7 @@ func TestStripperLimits(t *testing.T) {
 			if !strings.Contains(sf.msg, tc.want) {
 				t.Fatalf("got %q, want it to name %q", sf.msg, tc.want)
 			}
-			s.timeLimit = never
+			s.lim.Time = never
 			res, err := s.strip(context.Background(), "const x: number = 1\nreturn x")
 			if err != nil || len(res.Errors) > 0 || !strings.Contains(res.Program, "return x") {
 				t.Fatalf("the next program: %+v %v", res, err)
@@ -80,7 +76,7 @@ func TestStripperLimits(t *testing.T) {
 			if n := len(workerPIDs(t)); n != 1 {
 				t.Errorf("%d workers alive before close, want 1", n)
 			}
-			s.close()
+			s.Close()
 			if pids := workerPIDs(t); len(pids) != 0 {
 				t.Errorf("workers left after close: %v", pids)
 			}
@@ -92,8 +88,8 @@ func TestStripperLimits(t *testing.T) {
 }
 
 func TestStripperCancellation(t *testing.T) {
-	s := newStripper(1)
-	defer s.close()
+	s := NewStripper(1, Limits{})
+	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -132,8 +128,8 @@ func ctxSwitches(t *testing.T, pid int) int {
 // wakes a handful of times at most (the Go runtime's own timers), where
 // the old watcher woke 636 times on this machine.
 func TestStripWorkerIdlesQuietly(t *testing.T) {
-	s := newStripper(1)
-	defer s.close()
+	s := NewStripper(1, Limits{})
+	defer s.Close()
 	if _, err := s.strip(context.Background(), "const x: number = 1\nreturn x"); err != nil {
 		t.Fatal(err)
 	}

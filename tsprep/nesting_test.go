@@ -1,12 +1,14 @@
-package container
+package tsprep
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // deep programs are the recursive constructs a parser descends into, each
@@ -101,7 +103,7 @@ func TestCheckNestingAcceptsLongFlatPrograms(t *testing.T) {
 
 // Every TypeScript program this repository ships passes the check.
 func TestCheckNestingAcceptsTheRepositorysPrograms(t *testing.T) {
-	files, _ := filepath.Glob("../../examples/*/*.ts")
+	files, _ := filepath.Glob("../examples/*/*.ts")
 	if len(files) == 0 {
 		t.Fatal("no example programs found")
 	}
@@ -132,6 +134,26 @@ func BenchmarkCheckNesting(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if err := checkProgram(src); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// Every deep construct, as deep as a program at the runtime's default size
+// cap (256 KiB) can be, is refused naming the limit, before a worker starts.
+func TestPrepareRefusesDeepProgramsAtTheSizeCap(t *testing.T) {
+	s := NewStripper(1, Limits{Handshake: time.Nanosecond}) // a worker would fail
+	defer s.Close()
+	for name := range deepPrograms(1) {
+		n := 100000
+		src := deepPrograms(n)[name]
+		for len(src) > 256<<10 {
+			n = n * 3 / 4
+			src = deepPrograms(n)[name]
+		}
+		_, err := s.Prepare(context.Background(), src)
+		var pe *ProgramError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Message, fmt.Sprintf("deeper than %d levels", MaxNesting)) {
+			t.Fatalf("%s: got %v", name, err)
 		}
 	}
 }
