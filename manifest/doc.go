@@ -121,9 +121,13 @@
 //     event's data is read by the same reader and judged by the same
 //     check (wireMsg.overBound) before the go-sdk decodes it: a reply
 //     past a bound reaches the session as the error for its call, and
-//     the connection stays; an event stream line that is not data is at
-//     most 4 KiB. Tool lists over HTTP are read as over stdio too (one
-//     reader, one parse of the reply: listCall.reply);
+//     the connection stays. A JSON body carries one message, as the
+//     go-sdk decodes it: anything but whitespace (4 KiB at most) after
+//     it, or a body past 16 MiB and 64 KiB, fails the body. An event's fields are read as the
+//     go-sdk reads them (values trimmed, wherever they stand in the event:
+//     its id is handed on after its data is read); an event stream line
+//     that is not data is at most 4 KiB. Tool lists over HTTP are read as
+//     over stdio too (one reader, one parse of the reply: listCall.reply);
 //   - a tool name at most 256 bytes without control characters, an error
 //     message at most 16 KiB.
 //

@@ -80,30 +80,70 @@ func (l *httpLister) listPage(ctx context.Context, p page) listReply {
 		if !ok {
 			return listReply{err: errors.New("its event stream ended without the reply to tools/list")}
 		}
-		if !events.message() {
-			continue
-		}
-		rd.br.Reset(events)
-		m, err := rd.read(call.limits)
-		if err == nil {
-			err = drainEvent(rd)
-		}
-		if errors.Is(err, io.EOF) {
-			continue // data of nothing but whitespace
-		}
+		m, err := eventMessage(events, rd, call.limits)
 		if err != nil {
 			return listReply{err: err}
 		}
-		if !m.method && string(m.id) == call.rawID {
+		if m != nil && !m.method && string(m.id) == call.rawID {
 			return call.reply(m)
 		}
 	}
 }
 
 // message reports whether the current event carries a message for the
-// client: it has data, and no name or the name "message".
+// client: it has data, and no name or the name "message". A name after
+// the event's data is known once the data has been read.
 func (e *eventReader) message() bool {
 	return e.hasData && (len(e.name) == 0 || string(e.name) == "message")
+}
+
+// eventMessage reads the current event to its end, all its fields with
+// it, and returns the message its data carries for the client: nil for
+// an event without data, with data of nothing but whitespace (a priming
+// event), or named other than "message" when it ends (its last "event:"
+// line, before or after the data, as the go-sdk reads it): such an event's
+// data is read with the same bounds, holding nothing past them, and
+// dropped, and data that is not one message fails only an event for the
+// client.
+func eventMessage(e *eventReader, rd *msgReader, lim func() readLimits) (*wireMsg, error) {
+	if !e.hasData {
+		return nil, nil
+	}
+	// Read whatever the name before the data says: a later "event:" line
+	// replaces it.
+	rd.br.Reset(e)
+	m, err := rd.read(lim)
+	if err == nil {
+		err = drainEvent(rd)
+	}
+	var bad *errMalformed
+	switch {
+	case errors.Is(err, io.EOF):
+		// Data of nothing but whitespace: read to the event's end.
+		return nil, nil
+	case errors.As(err, &bad) || errors.Is(err, io.ErrUnexpectedEOF):
+		if e.err != nil {
+			return nil, e.err // the stream's own framing failed
+		}
+		// Not one message: what its name says decides, if it comes
+		// within MaxServerMessageBytes more of the event.
+		n, cerr := io.CopyN(io.Discard, rd.br, MaxServerMessageBytes+1)
+		switch {
+		case e.err != nil:
+			return nil, e.err
+		case cerr != nil && !errors.Is(cerr, io.EOF):
+			return nil, cerr
+		case n > MaxServerMessageBytes || e.message():
+			return nil, err
+		}
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	if !e.message() {
+		return nil, nil
+	}
+	return m, nil
 }
 
 // drainEvent reads what is left of an event's data after its message:
@@ -142,7 +182,7 @@ func boundResponse(req *http.Request, resp *http.Response) *http.Response {
 		b.events = newEventReader(resp.Body)
 		b.rd = newMsgReader(b.events)
 	} else {
-		b.rd = newMsgReader(resp.Body)
+		b.rd = newMsgReader(&cappedBody{r: resp.Body, n: maxJSONBody})
 	}
 	resp.Body = b
 	return resp
@@ -155,6 +195,7 @@ type boundedBody struct {
 	events *eventReader // nil: a JSON body
 	rd     *msgReader
 	out    []byte // what is left to hand out
+	read   bool   // a JSON body's message was read
 	err    error
 }
 
@@ -177,11 +218,19 @@ func (b *boundedBody) Close() error { return b.body.Close() }
 func (b *boundedBody) fill(out []byte) ([]byte, error) {
 	limits := func() readLimits { return readLimits{limit: MaxServerResultBytes} }
 	if b.events == nil {
+		if b.read {
+			return out, b.rest()
+		}
 		m, err := b.rd.read(limits)
 		if err != nil {
 			return out, err // io.EOF at the body's end
 		}
-		return append(out, passed(m)...), nil
+		b.read = true
+		msg := passed(m)
+		if len(msg) > MaxServerResultBytes { // never: passed bounds it
+			return out, fmt.Errorf("the MCP server's response is larger than %d bytes (MaxServerResultBytes)", MaxServerResultBytes)
+		}
+		return append(out, msg...), nil
 	}
 	ok, err := b.events.next()
 	if err != nil {
@@ -190,7 +239,14 @@ func (b *boundedBody) fill(out []byte) ([]byte, error) {
 	if !ok {
 		return out, io.EOF
 	}
+	// The event's data is read before its fields are handed on: a field
+	// may follow the data (an id there still advances the session's
+	// Last-Event-ID).
 	e := b.events
+	m, err := eventMessage(e, b.rd, limits)
+	if err != nil {
+		return out, err
+	}
 	if len(e.id) > 0 {
 		out = append(append(append(out, "id: "...), e.id...), '\n')
 	}
@@ -200,25 +256,56 @@ func (b *boundedBody) fill(out []byte) ([]byte, error) {
 	if len(e.name) > 0 {
 		out = append(append(append(out, "event: "...), e.name...), '\n')
 	}
-	if e.message() {
-		b.rd.br.Reset(e)
-		m, err := b.rd.read(limits)
-		if err == nil {
-			err = drainEvent(b.rd)
-		}
-		switch {
-		case errors.Is(err, io.EOF):
-			// Data of nothing but whitespace (a priming event's empty
-			// data): the session skips it.
-		case err != nil:
-			return out, err
-		default:
-			if msg := passed(m); len(msg) > 0 {
-				out = append(append(append(out, "data: "...), msg...), '\n')
-			}
+	if m != nil {
+		if msg := passed(m); len(msg) > 0 {
+			out = append(append(append(out, "data: "...), msg...), '\n')
 		}
 	}
 	return append(out, '\n'), nil
+}
+
+// maxJSONBodyTail bounds the whitespace a JSON body may carry after its
+// message; maxJSONBody the whole body: its message (read to its end up to
+// MaxServerMessageBytes, to refuse its call by id past MaxServerResultBytes),
+// the whitespace around it and the tail.
+const (
+	maxJSONBodyTail = 4 << 10
+	maxJSONBody     = MaxServerMessageBytes + 64<<10
+)
+
+// cappedBody fails a read past n bytes.
+type cappedBody struct {
+	r io.Reader
+	n int
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.n <= 0 {
+		return 0, &errMalformed{fmt.Sprintf("it sent a JSON body larger than %d bytes (MaxServerMessageBytes and whitespace): a body carries one JSON-RPC message", maxJSONBody)}
+	}
+	n, err := c.r.Read(p[:min(len(p), c.n)])
+	c.n -= n
+	return n, err
+}
+
+// rest reads what a JSON body holds after its message: at most
+// maxJSONBodyTail bytes of whitespace. A body carries one JSON-RPC
+// message, which the go-sdk reads whole and decodes alone: anything more
+// would be held for nothing, and a body of endless small messages would
+// grow without bound.
+func (b *boundedBody) rest() error {
+	for n := 0; ; n++ {
+		c, err := b.rd.br.ReadByte()
+		if err != nil {
+			return err // io.EOF at the body's end
+		}
+		switch {
+		case c != ' ' && c != '\t' && c != '\n' && c != '\r':
+			return &errMalformed{fmt.Sprintf("it sent a JSON body holding more than one message: a body carries one JSON-RPC message of at most %d bytes (MaxServerResultBytes)", MaxServerResultBytes)}
+		case n >= maxJSONBodyTail:
+			return &errMalformed{fmt.Sprintf("it sent a JSON body with more than %d bytes of whitespace after its message", maxJSONBodyTail)}
+		}
+	}
 }
 
 // passed is m as the session may read it: the message itself on one line

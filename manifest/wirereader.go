@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -448,9 +449,11 @@ const maxEventField = 4 << 10
 
 // eventReader reads a text/event-stream one event at a time, the way the
 // go-sdk's client reads it: next moves to the next event, keeping its id,
-// name and retry fields; Read then yields its data — the contents of its
-// data lines joined by newlines — as it streams, never holding it, and
-// io.EOF at the event's end. Other fields and comments are skipped; a
+// name and retry fields (trimmed, as the go-sdk trims them); Read then
+// yields its data — the contents of its data lines joined by newlines — as
+// it streams, never holding it, and io.EOF at the event's end. Fields may
+// stand anywhere in an event: those after its first data line are known
+// once Read has reached its end. Other fields and comments are skipped; a
 // line that is not data is at most maxEventField bytes.
 type eventReader struct {
 	br *bufio.Reader
@@ -530,10 +533,11 @@ func (e *eventReader) fields() (done bool, err error) {
 			e.end = true
 			return true, nil
 		}
+		// A field's value is trimmed as the go-sdk trims it (all the
+		// space around it, not only the one space after the colon the
+		// event stream format strips): "event: message " is a message.
 		name, value, _ := bytesCut(text, ':')
-		if len(value) > 0 && value[0] == ' ' {
-			value = value[1:]
-		}
+		value = bytes.TrimSpace(value)
 		switch string(name) {
 		case "id":
 			e.id = append(e.id[:0], value...)
