@@ -69,7 +69,7 @@ demo: images ## set up and run the demo: a program calling two host tools in a c
 
 .PHONY: test
 test: images containerd-images sdk-check-image agent-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
-	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 45m ./...
+	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 70m ./...
 
 .PHONY: unit
 unit: ## run the tests that need no daemon, without touching it (DSH_TEST_DAEMON=off)
@@ -77,7 +77,7 @@ unit: ## run the tests that need no daemon, without touching it (DSH_TEST_DAEMON
 
 .PHONY: e2e
 e2e: images ## run the e2e suite against the real daemon and images (anything missing fails)
-	$(REQUIRE_DAEMON) $(GO) test -race -count=1 -timeout 45m ./e2e/...
+	$(REQUIRE_DAEMON) $(GO) test -race -count=1 -timeout 70m ./e2e/...
 
 .PHONY: e2e-restart
 e2e-restart: images ## restart dockerd mid-run (disruptive: run it alone; .ci/run does, after `make test`)
