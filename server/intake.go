@@ -15,7 +15,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/containerd/errdefs"
 	"github.com/docker/go-units"
 )
 
@@ -26,9 +25,11 @@ import (
 const DefaultMaxRequestBytes = 64 << 20
 
 // smallRequest is how much of a body of unknown length (a chunked POST, a
-// session's start frame) is read before anything is reserved for it: no
-// more than a connection's own read buffer holds. When the request ends
-// within it, exactly its bytes are reserved, else the body limit.
+// session's start frame) is read before more is reserved for it: no more
+// than a connection's own read buffer holds. When the request ends within
+// it, exactly its bytes are reserved, else the body limit. A session
+// reserves it at its upgrade, before it reads (a chunked POST after it),
+// so a tenant's share bounds its sessions yet to send a start frame.
 const smallRequest = 4 << 10
 
 // intake reserves the bytes of requests before they are read. A request
@@ -39,11 +40,15 @@ const smallRequest = 4 << 10
 // The total is divided among the tenants (shareOut): each tenant's
 // requests hold at most its share, and every tenant's share is there for
 // it whatever the others do, because the shares add up to no more than
-// the total. A request that would take its tenant past its share is
-// refused at once with 429 (as admission refuses a tenant at its quota),
-// before its body is read. The total is checked too, for the moments the
-// shares do not describe what is held (a new tenant table while requests
-// under the old one still hold their bytes): beyond it a request waits,
+// the total when the total has room for one request of the body limit
+// per tenant. With more tenants than that the table is still taken (a
+// warning is logged): each share is then one request and the total
+// binds. A request that would take its tenant past its share is refused
+// at once with 429 (as admission refuses a tenant at its quota), before
+// its body is read. The total is checked too, for the moments the shares
+// do not describe what is held (a new tenant table while requests under
+// the old one still hold their bytes, or shares adding up to more than
+// the total): beyond it a request waits,
 // in order of arrival, within the body timeout, then gets 503.
 type intake struct {
 	total        int64
@@ -96,8 +101,12 @@ func tenantNeed(t Tenant, total, unit int64) int64 {
 // shareOut divides total among tenants, max-min fairly: a tenant gets
 // what it can use (tenantNeed) when that is less than an even split of
 // what is left, and the tenants that can use more split the rest evenly.
-// The shares add up to at most total; each is at least unit when total is
-// at least len(tenants) × unit (checkShares).
+// The shares add up to at most total when total is at least
+// len(tenants) × unit. Each share is at least the smaller of its tenant's
+// need and unit, so each tenant can send one request of the body limit
+// even when the shares then add up to more than total (sharesWarning):
+// total stays the daemon's bound, and requests past it wait, then get
+// 503.
 func shareOut(tenants []Tenant, total, unit int64) map[string]int64 {
 	type need struct {
 		name string
@@ -125,21 +134,28 @@ func shareOut(tenants []Tenant, total, unit int64) map[string]int64 {
 		if nd.n >= 0 && nd.n < s {
 			s = nd.n
 		}
+		floor := unit
+		if nd.n >= 0 && nd.n < unit {
+			floor = nd.n
+		}
+		s = max(s, floor)
 		shares[nd.name] = s
-		left -= s
+		left = max(left-s, 0)
 	}
 	return shares
 }
 
-// checkShares reports, as errdefs.ErrInvalidArgument, a table whose
-// tenants would not each get a share of at least one request of the body
-// limit: total must be at least len(tenants) × unit.
-func checkShares(tenants []Tenant, total, unit int64) error {
+// sharesWarning says, for serve's log, when total cannot give each of
+// the tenants room for one request of the body limit, unit: the table is
+// taken anyway, each tenant's share is then at least one request
+// (shareOut), the shares add up to more than total, and total binds
+// (requests wait, then get 503). It is "" when the table fits.
+func sharesWarning(tenants []Tenant, total, unit int64) string {
 	if n := int64(len(tenants)); n > 0 && total/n < unit {
-		return fmt.Errorf("%w: %d tenants need a request memory (serve --max-request-memory) of at least %s, %d × the %s a request may be, so that each is guaranteed room for one; it is %s",
-			errdefs.ErrInvalidArgument, n, units.BytesSize(float64(n*unit)), n, units.BytesSize(float64(unit)), units.BytesSize(float64(total)))
+		return fmt.Sprintf("%d tenants would need a request memory (serve --max-request-memory) of %s, %d × the %s a request may be, for each to have room for one whatever the others hold; it is %s: each tenant's share is raised to one request, and past the total requests wait, then get 503",
+			n, units.BytesSize(float64(n*unit)), n, units.BytesSize(float64(unit)), units.BytesSize(float64(total)))
 	}
-	return nil
+	return ""
 }
 
 // shareOf is the share of the tenant named name in the table now, and
@@ -173,11 +189,12 @@ func (in *intake) reserve(ctx context.Context, t Tenant, n int64) (*reservation,
 	}
 	held := in.holds[t.Name]
 	if held+n > share {
-		tenants := len(*in.sharesOf)
 		in.mu.Unlock()
+		// Its share and what it holds only: not how many tenants there
+		// are, nor the daemon's total.
 		return nil, &refusal{status: http.StatusTooManyRequests, retryAfter: in.retryAfterMs,
-			msg: fmt.Sprintf("tenant %q is at its quota: its requests hold %s, and a request of up to %s would exceed its share of the server's request memory, %s of the %s divided among %d tenants; retry later",
-				t.Name, units.BytesSize(float64(held)), units.BytesSize(float64(n)), units.BytesSize(float64(share)), units.BytesSize(float64(in.total)), tenants)}
+			msg: fmt.Sprintf("tenant %q is at its quota: its requests hold %s, and a request of up to %s would exceed its share of the server's request memory, %s; retry later",
+				t.Name, units.BytesSize(float64(held)), units.BytesSize(float64(n)), units.BytesSize(float64(share)))}
 	}
 	in.holds[t.Name] = held + n
 	r := &reservation{in: in, tenant: t.Name, n: n}
@@ -233,6 +250,31 @@ func (in *intake) untake(tenant string, n int64, counted bool) {
 		w.granted = true
 		close(w.ready)
 	}
+}
+
+// grow raises the reservation to n bytes, taking the difference as
+// reserve takes a request's (the tenant's share full: 429; the total
+// full: wait for it until ctx ends, then 503); it does nothing when the
+// reservation already holds n.
+func (r *reservation) grow(ctx context.Context, t Tenant, n int64) error {
+	if n <= r.n {
+		return nil
+	}
+	more, err := r.in.reserve(ctx, t, n-r.n)
+	if err != nil {
+		return err
+	}
+	in := r.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if r.done { // released meanwhile: give the difference back too
+		more.done = true
+		in.untake(more.tenant, more.n, true)
+		return nil
+	}
+	more.done = true
+	r.n += more.n
+	return nil
 }
 
 // shrink lowers the reservation to n bytes, once the request is read and

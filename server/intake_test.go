@@ -49,6 +49,13 @@ func TestShareOut(t *testing.T) {
 		{"every need met", []Tenant{{Name: "a", MaxRuns: 1}, {Name: "b", MaxRuns: 2, Queue: 1}}, 64 * mib, map[string]int64{"a": 4 * mib, "b": 8 * mib}},
 		{"an uneven split adds up to the total", []Tenant{{Name: "a"}, {Name: "b"}, {Name: "c"}}, 100, map[string]int64{"a": 33, "b": 33, "c": 34}},
 		{"no tenants", nil, 64 * mib, map[string]int64{}},
+		{"33 tenants in 64 MiB: each still gets one request, the shares add up to 66", thirtyThree(), 64 * mib, func() map[string]int64 {
+			m := map[string]int64{}
+			for _, tn := range thirtyThree() {
+				m[tn.Name] = 2 * mib
+			}
+			return m
+		}()},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			unit := int64(2 * mib)
@@ -62,7 +69,19 @@ func TestShareOut(t *testing.T) {
 	}
 }
 
-// Whatever the tenants, the shares add up to at most the total (all of
+// thirtyThree is a hosted platform's table one tenant past what the
+// default 64 MiB gives 2 MiB each.
+func thirtyThree() []Tenant {
+	var tenants []Tenant
+	for i := range 33 {
+		tenants = append(tenants, Tenant{Name: fmt.Sprint("t", i), MaxRuns: 8, Queue: 8})
+	}
+	return tenants
+}
+
+// Whatever the tenants, each share is at least one request (unit) or the
+// tenant's need if less. When the total has room for one request per
+// tenant, the shares add up to at most the total (all of
 // it while a tenant could use more), none is more than its tenant can
 // use, and a tenant that gets less than it could use gets no less than
 // any other but the rounding's byte: no tenant can be starved by the
@@ -79,6 +98,18 @@ func FuzzShareOut(f *testing.F) {
 			tenants = append(tenants, Tenant{Name: fmt.Sprint(i), MaxRuns: int(quotas[i]), Queue: int(quotas[i+1])})
 		}
 		shares := shareOut(tenants, int64(total), int64(unit))
+		for _, tn := range tenants {
+			floor, need := int64(unit), tenantNeed(tn, int64(total), int64(unit))
+			if need >= 0 && need < floor {
+				floor = need
+			}
+			if shares[tn.Name] < floor {
+				t.Fatalf("%+v: share %d, less than one request or its need, %d", tn, shares[tn.Name], floor)
+			}
+		}
+		if int64(total) < int64(len(tenants))*int64(unit) {
+			return // oversubscribed: the total binds (TestRequestsWaitForTheTotalAfterAReload)
+		}
 		var sum int64
 		starved := int64(-1) // the least share of a tenant that could use more
 		for _, tn := range tenants {
@@ -129,7 +160,7 @@ func TestIntakeTenantShare(t *testing.T) {
 	_, err = in.reserve(ctx, alpha, 1)
 	var rf *refusal
 	if !errors.As(err, &rf) || rf.status != http.StatusTooManyRequests || rf.retryAfter != 1000 ||
-		!strings.Contains(rf.msg, `tenant "alpha" is at its quota: its requests hold 200B, and a request of up to 1B would exceed its share of the server's request memory, 200B of the 1000B divided among 2 tenants; retry later`) {
+		!strings.Contains(rf.msg, `tenant "alpha" is at its quota: its requests hold 200B, and a request of up to 1B would exceed its share of the server's request memory, 200B; retry later`) {
 		t.Fatalf("over the share: %v", err)
 	}
 	// beta's share is the other 800 bytes, whatever alpha holds.

@@ -187,12 +187,12 @@ func New(opts ...Option) (*Server, error) {
 	case o.maxRequest < o.maxBody:
 		return nil, fmt.Errorf("%w: max request bytes %d must be at least the body limit, %d", errdefs.ErrInvalidArgument, o.maxRequest, o.maxBody)
 	}
+	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	if a := o.mt.auth; a != nil {
-		if err := checkShares(*a.tenants.Load(), o.maxRequest, o.maxBody); err != nil {
-			return nil, err
+		if w := sharesWarning(*a.tenants.Load(), o.maxRequest, o.maxBody); w != "" {
+			s.log.Warn("tenant table oversubscribes the request memory", "detail", w)
 		}
 	}
-	s := &Server{opts: o, runtimes: map[backend.Language]backend.Runtime{}, log: o.logger}
 	for _, rt := range o.runtimes {
 		if rt == nil {
 			return nil, fmt.Errorf("%w: nil runtime", errdefs.ErrInvalidArgument)
@@ -234,7 +234,14 @@ func New(opts ...Option) (*Server, error) {
 	s.initTenants()
 
 	if a := o.mt.auth; a != nil {
-		a.addCheck(func(tenants []Tenant) error { return checkShares(tenants, o.maxRequest, o.maxBody) })
+		// Never a refusal: a reload that adds a tenant, or revokes a
+		// token, is taken; the log says when the total is oversubscribed.
+		a.addCheck(func(tenants []Tenant) error {
+			if w := sharesWarning(tenants, o.maxRequest, o.maxBody); w != "" {
+				s.log.Warn("tenant table oversubscribes the request memory", "detail", w)
+			}
+			return nil
+		})
 	}
 
 	s.mux = http.NewServeMux()

@@ -215,14 +215,20 @@ type sessionRun struct {
 // nil frame and refusal, as it does when the client left.
 func (ss *session) readStart(deadline time.Time) (*StartFrame, *reservation, *refusal) {
 	ss.conn.SetReadDeadline(deadline)
-	var hold *reservation
-	reserve := func(n int64) error {
-		ctx, cancel := context.WithDeadline(ss.ctx, deadline)
-		defer cancel()
-		var err error
-		hold, err = ss.s.intake.reserve(ctx, ss.tenant, n)
-		return err
+	ctx, cancel := context.WithDeadline(ss.ctx, deadline)
+	defer cancel()
+	// The first read's bytes are reserved at the upgrade, so the
+	// tenant's share bounds its sessions that have not sent their start
+	// frame yet: at most share / 4 KiB of them.
+	hold, err := ss.s.intake.reserve(ctx, ss.tenant, min(smallRequest, ss.s.opts.maxBody))
+	if err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) && ss.ctx.Err() == nil {
+			return nil, nil, rf
+		}
+		return nil, nil, nil
 	}
+	reserve := func(n int64) error { return hold.grow(ctx, ss.tenant, n) }
 	data, err := ss.readFrame(false, reserve)
 	if err != nil {
 		hold.release()

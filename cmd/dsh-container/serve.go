@@ -120,7 +120,7 @@ once.`,
 	fl.IntVar(&opts.Queue, "queue", 64, "programs waiting for a slot per language before requests get 429")
 	fl.StringSliceVar(&opts.Languages, "languages", []string{string(backend.TypeScript), string(backend.Python)}, "languages to serve")
 	fl.DurationVar(&opts.Shutdown, "shutdown-timeout", 45*time.Second, "how long shutdown waits for runs in flight before aborting them")
-	fl.StringVar(&opts.RequestMemory, "max-request-memory", units.BytesSize(server.DefaultMaxRequestBytes), "request bodies and session start frames held at once, all tenants together (each from before it is read to its run's end), divided into a share per tenant that the others cannot take: at least tenants × 2MiB; past its share a request gets 429")
+	fl.StringVar(&opts.RequestMemory, "max-request-memory", units.BytesSize(server.DefaultMaxRequestBytes), "request bodies and session start frames held at once, all tenants together (each from before it is read to its run's end), divided into a share per tenant that the others cannot take while it is at least tenants × 2MiB (below, a warning is logged and each share is 2MiB); past its share a request gets 429, past the total it waits, then gets 503")
 	fl.DurationVar(&opts.run.Wall, "wall-timeout", d.WallTime, "wall-clock budget of each program")
 	fl.DurationVar(&opts.run.Compute, "compute-timeout", d.ComputeTime, "CPU-time budget of each program (metered from the container's cgroup)")
 	fl.StringVar(&opts.run.Memory, "memory", units.BytesSize(float64(d.MemoryBytes)), "memory limit of each program (e.g. 256MiB, 1g); swap is disabled")
