@@ -17,23 +17,27 @@ import (
 )
 
 // fakeTTY is a terminal: what the approver writes, and answers typed into
-// a pipe.
+// a pipe. prompts receives one value per question written.
 type fakeTTY struct {
-	mu  sync.Mutex
-	out bytes.Buffer
-	r   *io.PipeReader
-	w   *io.PipeWriter
+	mu      sync.Mutex
+	out     bytes.Buffer
+	r       *io.PipeReader
+	w       *io.PipeWriter
+	prompts chan struct{}
 }
 
 func newFakeTTY() *fakeTTY {
 	r, w := io.Pipe()
-	return &fakeTTY{r: r, w: w}
+	return &fakeTTY{r: r, w: w, prompts: make(chan struct{}, 16)}
 }
 
 func (t *fakeTTY) Read(p []byte) (int, error) { return t.r.Read(p) }
 func (t *fakeTTY) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if bytes.Contains(p, []byte("allow?")) {
+		t.prompts <- struct{}{}
+	}
 	return t.out.Write(p)
 }
 func (t *fakeTTY) Close() error { t.r.Close(); return t.w.Close() }
@@ -99,7 +103,9 @@ func TestTTYApprover(t *testing.T) {
 		{"n\n", registry.DecisionDeny},
 		{"what\n", registry.DecisionDeny},
 	} {
-		go func() { _, _ = io.WriteString(tty.w, tc.answer) }()
+		// Typed once the question is on the terminal: a line typed
+		// before it is drained, not taken as the answer.
+		go func() { <-tty.prompts; _, _ = io.WriteString(tty.w, tc.answer) }()
 		got, err := a.Approve(context.Background(), req)
 		if err != nil || got.Decision != tc.want {
 			t.Errorf("answer %q: %+v, %v", tc.answer, got, err)
