@@ -24,6 +24,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 	"github.com/dsh-container/dsh-container/tsprep"
 )
 
@@ -244,25 +245,8 @@ type serveProc struct {
 	xdg    string
 	prefix string // owner label prefix of its containers
 	hc     *http.Client
-	stderr *lockedBuffer
+	stderr *testenv.LockedBuffer
 	exited chan error
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startServe starts serve with args (plus a private socket) and waits until
@@ -275,7 +259,7 @@ func startServe(t *testing.T, args ...string) *serveProc {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(xdg) })
-	s := &serveProc{xdg: xdg, sock: filepath.Join(xdg, "api.sock"), stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	s := &serveProc{xdg: xdg, sock: filepath.Join(xdg, "api.sock"), stderr: &testenv.LockedBuffer{}, exited: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--listen", "unix://" + s.sock}, args...)...)
 	s.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	s.cmd.Stderr = s.stderr

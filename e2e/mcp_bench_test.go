@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // BenchmarkMCPvsRun measures run_code of a trivial program through
@@ -98,7 +100,7 @@ func startServeForBench(b *testing.B, bin string, args ...string) (*http.Client,
 	sock := filepath.Join(xdg, "api.sock")
 	cmd := exec.Command(bin, append([]string{"serve", "--listen", "unix://" + sock}, args...)...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-	stderr := &lockedBuffer{}
+	stderr := &testenv.LockedBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // buildUpstream builds the stdio MCP server of testdata/mcpupstream.
@@ -108,7 +109,7 @@ type mcpProc struct {
 	cs     *sdk.ClientSession
 	owner  string
 	xdg    string
-	stderr *lockedBuffer
+	stderr *testenv.LockedBuffer
 
 	mu       sync.Mutex
 	progress []string
@@ -149,7 +150,7 @@ func startMCPWith(t testing.TB, bin string, elicit func(context.Context, *sdk.El
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &mcpProc{t: t, xdg: xdg, stderr: &lockedBuffer{}}
+	p := &mcpProc{t: t, xdg: xdg, stderr: &testenv.LockedBuffer{}}
 	p.cmd = exec.Command(bin, append([]string{"mcp"}, args...)...)
 	p.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	p.cmd.Stderr = p.stderr

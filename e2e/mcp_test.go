@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-container/dsh-container/backend/container/containertest"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // `dsh-container mcp` end to end (issue 12): the go-sdk's own client
@@ -344,7 +345,7 @@ func TestMCPStreamableHTTP(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(xdg) })
 	sock := filepath.Join(xdg, "mcp.sock")
-	stderr := &lockedBuffer{}
+	stderr := &testenv.LockedBuffer{}
 	cmd := exec.Command(bin, "mcp", "--listen", "unix://"+sock, "--lang", "python", "--tools", writeManifest(t, upstream, nil))
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	cmd.Stderr = stderr

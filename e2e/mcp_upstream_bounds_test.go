@@ -16,6 +16,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-container/dsh-container/internal/testenv"
 )
 
 // What a hostile MCP upstream can make `dsh-container mcp` hold, and
@@ -258,7 +260,7 @@ func TestMCPUpstreamTreeDiesWithMCP(t *testing.T) {
 	xdg := t.TempDir()
 	cmd := exec.Command(bin, "mcp", "--mode", "native", "--tools", manifest)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
-	stderr := &lockedBuffer{}
+	stderr := &testenv.LockedBuffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

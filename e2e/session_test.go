@@ -50,7 +50,7 @@ type service struct {
 	cmd    *exec.Cmd
 	url    string // http(s)://127.0.0.1:port
 	prefix string // owner prefix of its containers
-	stderr *lockedBuffer
+	stderr *testenv.LockedBuffer
 	exited chan error
 	hc     *http.Client
 	tls    *tls.Config // the client's TLS (CA; no client certificate)
@@ -78,7 +78,7 @@ func startService(t *testing.T, tlsConf *tls.Config, args ...string) *service {
 	if tlsConf != nil {
 		scheme = "https"
 	}
-	s := &service{url: scheme + "://" + addr, stderr: &lockedBuffer{}, exited: make(chan error, 1), tls: tlsConf}
+	s := &service{url: scheme + "://" + addr, stderr: &testenv.LockedBuffer{}, exited: make(chan error, 1), tls: tlsConf}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--listen", "tcp://" + addr}, args...)...)
 	s.cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+xdg)
 	s.cmd.Stderr = s.stderr

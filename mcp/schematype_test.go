@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-container/dsh-container/backend"
+	"github.com/dsh-container/dsh-container/internal/testenv"
 	"github.com/dsh-container/dsh-container/registry"
 )
 
@@ -85,24 +85,6 @@ func FuzzSchemaType(f *testing.F) {
 	})
 }
 
-// lockedBuffer is a log destination tests read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A tool the go-sdk refuses (its AddTool panics: here a schema nested
 // deeper than it decodes) is left out with a log line; the server starts,
 // offers the other tools and goes on taking changes. A schema whose only
@@ -117,7 +99,7 @@ func TestToolTheSDKRefusesIsLeftOut(t *testing.T) {
 	deep.Name = "deep"
 	cased := schema(`{"Type":"object"}`)
 	cased.Name = "cased"
-	var logs lockedBuffer
+	var logs testenv.LockedBuffer
 	src := &source{tools: []registry.Tool{textTool("a", "A"), deep, cased}}
 	h := newHarness(t, backend.TypeScript, WithMode(registry.ModeNative), WithToolSource(src),
 		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))

@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/dsh-container/dsh-container/internal/testenv"
 	"github.com/dsh-container/dsh-container/server"
 )
 
@@ -411,7 +411,7 @@ func TestRequestsWaitForTheTotalAfterAReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testenv.LockedBuffer{}
 	sf := newSessionFixture(t, server.WithAuth(auth), server.WithAdmission(4, 4), server.WithMaxBodyBytes(limit), server.WithMaxRequestBytes(total), server.WithBodyTimeout(300*time.Millisecond),
 		server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	// Two runs whose start frames are half the total each hold it while
@@ -595,25 +595,6 @@ func (sf *sessionFixture) waitInFlight(t *testing.T, n float64) {
 	}
 }
 
-// lockedBuffer is a log's output, written by the server's goroutines and
-// read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // serve starts with a table the total cannot give one request per
 // tenant: it logs one warning naming the figures and the flag, and each
 // tenant can still send a request of the limit.
@@ -623,7 +604,7 @@ func TestServeTakesATableTheTotalCannotGiveOneRequestEach(t *testing.T) {
 	for _, n := range []string{"alpha", "beta", "gamma"} {
 		tenants = append(tenants, server.Tenant{Name: n, TokenSHA256: hashOf(n), MaxRuns: 1})
 	}
-	logs := &lockedBuffer{}
+	logs := &testenv.LockedBuffer{}
 	sf := newSessionFixture(t, server.WithAuth(server.NewAuth(tenants)), server.WithAdmission(4, 4), server.WithMaxBodyBytes(limit), server.WithMaxRequestBytes(total),
 		server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	if l := logs.String(); strings.Count(l, "oversubscribes the request memory") != 1 || !strings.Contains(l, "3 tenants would need a request memory (serve --max-request-memory) of 96KiB") {
