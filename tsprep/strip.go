@@ -241,6 +241,13 @@ type Stripper struct {
 	mu     sync.Mutex
 	idle   []*stripProc
 	closed bool
+	// refused is the first handshake a worker answered with something
+	// other than the hello, or did not answer before it exited: this
+	// executable's main does not serve workers, and re-executing it again
+	// would run its normal work again. Later strips get the same error.
+	// A worker silent until the handshake limit is not remembered (a
+	// machine that loaded may be all it was).
+	refused error
 }
 
 // NewStripper returns a Stripper that runs at most workers workers at once
@@ -303,9 +310,27 @@ func (s *Stripper) get(ctx context.Context) (*stripProc, error) {
 		s.mu.Unlock()
 		return p, nil
 	}
+	if err := s.refused; err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	s.mu.Unlock()
-	return startStripProc(ctx, s.lim)
+	p, err := startStripProc(ctx, s.lim)
+	var refused *handshakeRefused
+	if errors.As(err, &refused) {
+		s.mu.Lock()
+		if s.refused == nil {
+			s.refused = refused.WorkerError
+		}
+		s.mu.Unlock()
+		return nil, refused.WorkerError
+	}
+	return p, err
 }
+
+// handshakeRefused is a handshake answered wrongly, or not answered by a
+// worker that exited: Stripper.get remembers it.
+type handshakeRefused struct{ *WorkerError }
 
 func (s *Stripper) put(p *stripProc) {
 	s.mu.Lock()
@@ -340,7 +365,11 @@ func startStripProc(ctx context.Context, l Limits) (*stripProc, error) {
 	cmd.Args = []string{"dsh-container-type-strip"}
 	cmd.Env = []string{stripWorkerEnv + "=1", "GOMAXPROCS=1", "GOTRACEBACK=none",
 		fmt.Sprintf("%s=%d", stripStackEnv, stackBytes), fmt.Sprintf("%s=%d", stripMemoryEnv, memoryBytes)}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so that kill ends what a re-executed main
+	// that never became a worker may have started; WaitDelay, so that a
+	// process of that group holding the pipes open cannot hold Wait.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.WaitDelay = time.Second
 	p := &stripProc{cmd: cmd, stderr: &headBuffer{max: 2 << 10}, exited: make(chan struct{}), stackBytes: stackBytes, memoryBytes: memoryBytes}
 	cmd.Stderr = p.stderr
 	var err error
@@ -387,9 +416,9 @@ func (p *stripProc) handshake(ctx context.Context, limit time.Duration) error {
 		}
 		p.kill()
 		if len(b) == 0 {
-			return workerError("the type-strip worker exited without answering its handshake%s; %s", firstLine(p.stderr.String()), fix)
+			return &handshakeRefused{&WorkerError{fmt.Errorf("the type-strip worker exited without answering its handshake%s; %s", firstLine(p.stderr.String()), fix)}}
 		}
-		return workerError("the type-strip worker answered its handshake with %q, not the worker's hello; %s", b, fix)
+		return &handshakeRefused{&WorkerError{fmt.Errorf("the type-strip worker answered its handshake with %q, not the worker's hello; %s", b, fix)}}
 	case <-timer.C:
 		p.kill()
 		<-got
@@ -450,9 +479,11 @@ func (p *stripProc) do(ctx context.Context, src string, limit time.Duration) (st
 	return resp, nil
 }
 
-// kill stops the worker and waits for it. Idempotent.
+// kill stops the worker, and anything of its process group, and waits
+// for it. Idempotent.
 func (p *stripProc) kill() {
 	p.stdin.Close()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	_ = p.cmd.Process.Kill()
 	<-p.exited
 }

@@ -1,12 +1,12 @@
 package tsprep
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -32,6 +32,12 @@ func TestServeWorkerIfRequestedIsNeeded(t *testing.T) {
 		{mode: "never", want: []string{"error: ", named, "no worker was started"}, started: 1},
 		{mode: "parent-print", want: []string{"error: ", named, `"usage: forgetful`}, started: 2},
 		{mode: "parent-hang", want: []string{"error: ", named, "did not answer its handshake within 2s and was killed"}, started: 2},
+		// What the re-executed main started dies with it (its process
+		// group), and does not hold the parent past the handshake limit.
+		{mode: "parent-spawn", want: []string{"error: ", named, "did not answer its handshake within 2s and was killed"}, started: 2},
+		// A handshake refused is remembered: the second program does not
+		// re-execute the main again.
+		{mode: "parent-print-twice", want: []string{"error: ", named, `"usage: forgetful`}, started: 2},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			dir := t.TempDir()
@@ -54,15 +60,43 @@ func TestServeWorkerIfRequestedIsNeeded(t *testing.T) {
 			if len(pids) != tc.started {
 				t.Fatalf("%d processes ran the program's main (%v), want %d", len(pids), pids, tc.started)
 			}
+			if tc.mode == "parent-print-twice" && strings.Count(string(out), "error: ") != 2 {
+				t.Errorf("output %q, want two errors", out)
+			}
+			if tc.mode == "parent-spawn" {
+				if _, err := os.Stat(filepath.Join(dir, "finished")); err == nil {
+					t.Error("the shell the re-executed main started ran to its end: the parent waited for it")
+				}
+				child, err := os.ReadFile(filepath.Join(dir, "children"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				pids = append(pids, strings.TrimSpace(string(child)))
+			}
 			for _, pid := range pids[1:] {
 				n, err := strconv.Atoi(pid)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if syscall.Kill(n, 0) == nil {
-					t.Errorf("the re-executed main (pid %s) is still running", pid)
+				if running(n) {
+					t.Errorf("pid %s, started by the parent's worker, is still running", pid)
 				}
 			}
 		})
 	}
+}
+
+// running says whether pid is a process that has not ended: a killed
+// process whose parent died waits as a zombie until init reaps it, which
+// kill(pid, 0) still finds.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := strings.LastIndex(string(b), ") ")
+	rest := string(b)[i+2:]
+	ok := i >= 0
+	return !ok || !strings.HasPrefix(rest, "Z")
 }
