@@ -136,9 +136,10 @@ func ParseAuthFile(data []byte, defMaxRuns, defQueue int) ([]Tenant, error) {
 type Auth struct {
 	tenants atomic.Pointer[[]Tenant]
 
-	// checks are what the servers using the table require of one
-	// (enough request memory for every tenant's share); Reload refuses a
-	// table that fails one.
+	// checks are run on every table Reload reads, before it is taken; a
+	// check that returns an error keeps the old table. The servers using
+	// the table add one that never refuses: it logs when the tenants
+	// oversubscribe their request memory.
 	mu     sync.Mutex
 	checks []func([]Tenant) error
 }
@@ -159,10 +160,10 @@ func LoadAuth(path string, defMaxRuns, defQueue int) (*Auth, error) {
 	return NewAuth(tenants), nil
 }
 
-// Reload replaces the table with the file's tenants. On error the table
-// is unchanged: a file that does not parse, or whose tenants the servers
-// using the table cannot each give a share of their request memory
-// (see WithMaxRequestBytes).
+// Reload replaces the table with the file's tenants. On error (a file
+// that does not parse, or a table a check refuses) the table is
+// unchanged. A table whose tenants oversubscribe a server's request
+// memory is taken, with a warning (see WithMaxRequestBytes).
 func (a *Auth) Reload(path string, defMaxRuns, defQueue int) error {
 	tenants, err := readAuthFile(path, defMaxRuns, defQueue)
 	if err != nil {
@@ -179,7 +180,8 @@ func (a *Auth) Reload(path string, defMaxRuns, defQueue int) error {
 	return nil
 }
 
-// addCheck makes Reload refuse a table that check refuses.
+// addCheck makes Reload run check on each table it reads, and keep the
+// old table when check returns an error.
 func (a *Auth) addCheck(check func([]Tenant) error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -43,8 +43,11 @@
 // given back down to its size once read — and held until its run ends.
 // WithMaxRequestBytes bounds all of them and is divided into a share per
 // tenant that the others cannot take (the smaller of what its quota can
-// use and an even split), so one tenant's flood never starves another. Reading and
-// decoding cost a few times a request's size, not a multiple of tens.
+// use and an even split), so one tenant's flood never starves another
+// while the tenants × the body limit fit in it (a larger table is taken
+// with a warning: every share is then one body limit, and the total,
+// enforced alone, is shared first come). Reading and decoding cost a few
+// times a request's size, not a multiple of tens.
 //
 // WithAuth puts bearer-token tenants in front of every endpoint but
 // /healthz (401 otherwise, one message whatever failed);

@@ -120,12 +120,15 @@ func WithMaxBodyBytes(n int64) Option { return func(o *options) { o.maxBody = n 
 // what its quota can use, (maxRuns + queue + 1) × the body limit (no
 // bound without maxRuns), and an even split of what the tenants using
 // less leave. A request that would take its tenant past its share gets
-// 429 at once, unread. n must be at least the number of tenants × the
-// body limit (New, and Auth.Reload, refuse fewer); with no auth the one
-// anonymous tenant's share is n, or its quota's need when smaller. (The
-// total is checked too: while requests admitted under a replaced tenant
-// table still hold more than the new shares leave, a request waits,
-// within the body timeout, then gets 503.)
+// 429 at once, unread. When n is less than the number of tenants × the
+// body limit the table is still taken (New and Auth.Reload log a warning
+// naming the figures): every share is then one body limit, the shares add
+// up to more than n, and n is enforced by the total alone. With no auth
+// the one anonymous tenant's share is n, or its quota's need when
+// smaller. (The total is checked too: while the shares add up to more
+// than n, or requests admitted under a replaced tenant table still hold
+// more than the new shares leave, a request waits, within the body
+// timeout, then gets 503.)
 func WithMaxRequestBytes(n int64) Option { return func(o *options) { o.maxRequest = n } }
 
 // WithBodyTimeout bounds reading one request body (default

@@ -6,8 +6,9 @@
 // (NewUnixEndpoint).
 //
 // A run: validate the request; wait for admission; for TypeScript, check
-// its nesting and strip its types with esbuild in a worker process with
-// stack, memory and time limits (a syntax error or a broken limit is an
+// its nesting and strip its types with esbuild (package tsprep; main, or a
+// test binary's TestMain, calls tsprep.ServeWorkerIfRequested first) in a
+// worker process with stack, memory and time limits (a syntax error or a broken limit is an
 // exception and starts nothing; a source map keeps stack positions on the
 // model's own lines); take a ready sandbox
 // from the warm pool or create and start one with the hardening preset

@@ -36,6 +36,11 @@
 //
 //	containertest.Run(t, containertest.Config{Driver: d, Images: images})
 //
+// TypeScript programs are type-stripped in a worker process, the test
+// binary re-executed: the driver's package needs a TestMain that calls
+// tsprep.ServeWorkerIfRequested first (else every TypeScript case fails as
+// unavailable, naming that call).
+//
 // The package never imports an engine's client: what it knows of a
 // container comes through the Driver and its optional interfaces.
 package containertest
