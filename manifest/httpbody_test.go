@@ -114,20 +114,7 @@ func TestEventFieldsAsTheSDKReadsThem(t *testing.T) {
 		{"a message's data cut short", "event: message\ndata: {\"a\":\n\n", "", "unexpected EOF"},
 		{"a long field after the data", "data: " + msg + "\nid: " + strings.Repeat("x", maxEventField) + "\n\n", "", "longer than 4096 bytes"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, "http://192.0.2.1/mcp", nil)
-			resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(c.in))}
-			got, err := io.ReadAll(boundResponse(req, resp).Body)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("%q, %v; want an error naming %q", got, err, c.err)
-				}
-				return
-			}
-			if err != nil || string(got) != c.want {
-				t.Fatalf("%q, %v\nwant %q", got, err, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkBoundedEventStream(t, c.in, c.want, c.err) })
 	}
 }
 

@@ -74,19 +74,24 @@ func TestBoundedEventStream(t *testing.T) {
 		{"two messages", "data: {}\ndata: {}\n\n", "", "more than one message"},
 		{"two values on a line", "data: {} {}\n\n", "", "data after a message"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			req, _ := http.NewRequest(http.MethodPost, "http://192.0.2.1/mcp", nil)
-			resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(c.in))}
-			got, err := io.ReadAll(boundResponse(req, resp).Body)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("%q, %v; want an error naming %q", got, err, c.err)
-				}
-				return
-			}
-			if err != nil || string(got) != c.want {
-				t.Fatalf("%q, %v\nwant %q", got, err, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkBoundedEventStream(t, c.in, c.want, c.err) })
+	}
+}
+
+// checkBoundedEventStream reads in as an upstream's event stream through
+// boundResponse: it must come out as want, or fail naming errWant.
+func checkBoundedEventStream(t *testing.T, in, want, errWant string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://192.0.2.1/mcp", nil)
+	resp := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(strings.NewReader(in))}
+	got, err := io.ReadAll(boundResponse(req, resp).Body)
+	if errWant != "" {
+		if err == nil || !strings.Contains(err.Error(), errWant) {
+			t.Fatalf("%q, %v; want an error naming %q", got, err, errWant)
+		}
+		return
+	}
+	if err != nil || string(got) != want {
+		t.Fatalf("%q, %v\nwant %q", got, err, want)
 	}
 }

@@ -91,19 +91,31 @@ func (h *holdDriver) StartAttached(ctx context.Context, id string) (Streams, err
 
 func (h *holdDriver) Remove(ctx context.Context, id string) error {
 	h.mu.Lock()
-	refused := id == h.heldID && (h.refuse < 0 || h.removals < h.refuse)
-	if id == h.heldID {
-		h.removals++
-	}
-	n, hook := h.removals, h.refused
+	marked := h.heldID
 	h.mu.Unlock()
+	return refuseRemovals(ctx, h.fakeDriver, &h.mu, id, marked, h.refuse, &h.removals, h.refused)
+}
+
+// refuseRemovals removes id through d unless it is marked and the engine
+// still refuses it: the marked container's first refuse removals (all
+// when refuse < 0) fail as the engine answers a killed sandbox not yet
+// reaped, counted in *removals (under mu); hook, when set, is called
+// after each refusal with the count.
+func refuseRemovals(ctx context.Context, d *fakeDriver, mu *sync.Mutex, id, marked string, refuse int, removals *int, hook func(n int)) error {
+	mu.Lock()
+	refused := id == marked && (refuse < 0 || *removals < refuse)
+	if id == marked {
+		*removals++
+	}
+	n := *removals
+	mu.Unlock()
 	if refused {
 		if hook != nil {
 			hook(n)
 		}
 		return fmt.Errorf("delete task %s: sandbox is not running: %w", id, errdefs.ErrUnknown)
 	}
-	return h.fakeDriver.Remove(ctx, id)
+	return d.Remove(ctx, id)
 }
 
 // closeWhileRefilling takes the one idle sandbox of a pool of one with a
@@ -235,19 +247,9 @@ func (l *leftDriver) Create(ctx context.Context, s Spec) (string, error) {
 
 func (l *leftDriver) Remove(ctx context.Context, id string) error {
 	l.mu.Lock()
-	refused := id == l.leftID && (l.refuse < 0 || l.removals < l.refuse)
-	if id == l.leftID {
-		l.removals++
-	}
-	n, hook := l.removals, l.refused
+	marked := l.leftID
 	l.mu.Unlock()
-	if refused {
-		if hook != nil {
-			hook(n)
-		}
-		return fmt.Errorf("delete task %s: sandbox is not running: %w", id, errdefs.ErrUnknown)
-	}
-	return l.fakeDriver.Remove(ctx, id)
+	return refuseRemovals(ctx, l.fakeDriver, &l.mu, id, marked, l.refuse, &l.removals, l.refused)
 }
 
 func (l *leftDriver) left() (id string, removals int) {
