@@ -24,7 +24,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/egress"
 )
 
 // egressServer is a local HTTPS server with a certificate for

@@ -29,7 +29,7 @@
 // sends no done at all: the host reports the container's exit status.
 //
 // Egress streams, only in a run whose run frame carries "egress" (see
-// RunEgress; backend/container/egress decides each connection):
+// RunEgress; egress decides each connection):
 //
 //	runner → host  open   {type, stream, host, port}      a CONNECT the program made; stream ids increase
 //	host → runner  opened {type, stream, ok, message?}    the host connected, or refused (message)

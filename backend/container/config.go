@@ -11,8 +11,8 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
+	"github.com/dsh-container/dsh-container/egress"
 )
 
 // Limits are a run's budgets and caps. The host enforces every one of

@@ -22,7 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/portproto"
 )
 

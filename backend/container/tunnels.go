@@ -28,7 +28,7 @@ import (
 	"sync"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/portproto"
 )
 

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dsh-container/dsh-container/backend"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/portproto"
 )
 

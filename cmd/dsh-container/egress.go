@@ -10,7 +10,7 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/policy"
 	"github.com/dsh-container/dsh-container/server"
 )

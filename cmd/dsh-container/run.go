@@ -18,8 +18,8 @@ import (
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
-	"github.com/dsh-container/dsh-container/backend/container/egress"
 	"github.com/dsh-container/dsh-container/backend/container/seccomp"
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/registry"
 )
 
