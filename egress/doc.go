@@ -29,4 +29,9 @@
 // A Policy is compiled once from a Config (the operator's); a request may
 // Narrow its allowlist, never widen it. Each run gets its own Session,
 // which holds the run's counters.
+//
+// Files: grammar.go, the allowlist patterns and names; address.go, the
+// reserved ranges and why an address is refused; egress.go, Config, its
+// defaults, New and Narrow; dial.go, the Session, its Conns, caps and
+// Events.
 package egress
