@@ -7,11 +7,13 @@ import (
 	"strings"
 )
 
+// parsePrefix parses an AllowPrivate entry: an address or a CIDR prefix,
+// IPv4 written as IPv4.
 func parsePrefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return netip.Prefix{}, errors.New("want an IP address or a CIDR")
+			return netip.Prefix{}, errors.New("not a CIDR prefix")
 		}
 		if p.Addr().Is4In6() {
 			return netip.Prefix{}, errors.New("write an IPv4 CIDR in IPv4 form")
@@ -20,7 +22,7 @@ func parsePrefix(s string) (netip.Prefix, error) {
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Prefix{}, errors.New("want an IP address or a CIDR")
+		return netip.Prefix{}, errors.New("not an IP address or CIDR prefix")
 	}
 	a = a.Unmap()
 	return netip.PrefixFrom(a, a.BitLen()), nil

@@ -6,8 +6,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 )
@@ -28,8 +30,8 @@ const (
 	DialTimeout = 10 * time.Second
 )
 
-// ErrInvalidConfig is wrapped by every error New and Narrow return for a
-// bad configuration or request.
+// ErrInvalidConfig is wrapped by every error New, Validate and Narrow
+// return for a bad configuration or request.
 var ErrInvalidConfig = errors.New("invalid egress configuration")
 
 // Resolver looks names up. *net.Resolver satisfies it; tests map names
@@ -41,11 +43,16 @@ type Resolver interface {
 // DialFunc connects to one checked address. nil means a net.Dialer.
 type DialFunc func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
 
-// Config is the operator's egress configuration for runs.
+// Config is the operator's egress configuration for runs. The policy
+// file's egress section decodes into it (package policy, which checks it
+// with Validate); New compiles it.
 type Config struct {
 	// Allow lists the permitted targets: "host:port" (exact name) or
-	// "*.domain:port" (any name below domain, not domain itself). Names
-	// are matched case-insensitively, a trailing dot ignored.
+	// "*.domain:port" (any name below domain, at any depth, not domain
+	// itself). An entry is written as it matches: a lower-case DNS name
+	// without a trailing dot, never an IP literal (see parsePattern). The
+	// names a program connects to are matched case-insensitively, a
+	// trailing dot ignored.
 	Allow []string `json:"allow"`
 	// MaxBytes caps the bytes of a run's connections, both directions
 	// together (0: DefaultMaxBytes).
@@ -57,9 +64,14 @@ type Config struct {
 	// ("10.0.0.0/8") a name may resolve to even though they are in a
 	// refused range.
 	AllowPrivate []string `json:"allowPrivate,omitempty"`
-	// CAPEM is an optional extra CA bundle (PEM) the program's HTTPS
-	// clients trust besides the system's: a test CA, an enterprise CA.
-	CAPEM string `json:"caPem,omitempty"`
+	// CAFile names a PEM file of extra certificate authorities the
+	// program's HTTPS clients trust besides the system's (a test CA, an
+	// enterprise CA). New reads it, at most MaxCABytes; it reaches every
+	// run, pooled runners' included, in the run frame.
+	CAFile string `json:"caFile,omitempty"`
+	// CAPEM is the same bundle given inline, for a caller that holds it
+	// (not with CAFile; the policy file has only caFile).
+	CAPEM string `json:"-"`
 
 	// Resolver looks names up (nil: net.DefaultResolver).
 	Resolver Resolver `json:"-"`
@@ -68,6 +80,34 @@ type Config struct {
 	// OnEvent receives one Event per connection. It is called from the
 	// connection's goroutines and must not block.
 	OnEvent func(Event) `json:"-"`
+}
+
+// Problem is one invalid entry of a Config.
+type Problem struct {
+	// Field is the entry's path in the Config as its JSON names it
+	// ("allow[2]", "maxBytes"); a file that holds the Config in a section
+	// puts the section first ("egress.allow[2]").
+	Field string
+	// Reason says what is wrong, quoting the entry.
+	Reason string
+}
+
+// ConfigError is an invalid Config: every problem found, in field order.
+// It wraps ErrInvalidConfig.
+type ConfigError struct{ Problems []Problem }
+
+func (e *ConfigError) Error() string { return ErrInvalidConfig.Error() + ": " + e.Describe("") }
+
+func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+
+// Describe lists the problems, each field after prefix:
+// `egress.allow[0]: "api.github.com": want host:port …; egress.maxBytes: …`.
+func (e *ConfigError) Describe(prefix string) string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = prefix + p.Field + ": " + p.Reason
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Policy is a compiled Config.
@@ -82,12 +122,67 @@ type Policy struct {
 	onEvent        func(Event)
 }
 
-// New validates c and compiles it. Every error wraps ErrInvalidConfig and
-// names the offending entry.
+// Validate checks c as New does, without reading CAFile: every pattern,
+// address, cap and the inline CA. Its error is a *ConfigError.
+func (c Config) Validate() error {
+	if _, _, problems := c.check(); len(problems) > 0 {
+		return &ConfigError{Problems: problems}
+	}
+	return nil
+}
+
+// check parses c's allowlist and private addresses and reports every
+// problem of c but CAFile's content.
+func (c Config) check() (allow []pattern, private []netip.Prefix, problems []Problem) {
+	bad := func(field, format string, args ...any) {
+		problems = append(problems, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+	}
+	if len(c.Allow) == 0 {
+		bad("allow", "at least one host:port is needed (without egress, leave the configuration out)")
+	}
+	if len(c.Allow) > MaxAllow {
+		bad("allow", "%d entries, at most %d", len(c.Allow), MaxAllow)
+	}
+	for i, s := range c.Allow {
+		pat, err := parsePattern(s)
+		if err != nil {
+			bad(fmt.Sprintf("allow[%d]", i), "%q: %v", clip(s), err)
+			continue
+		}
+		allow = append(allow, pat)
+	}
+	if c.MaxBytes < 0 {
+		bad("maxBytes", "must not be negative (0 means %d)", DefaultMaxBytes)
+	}
+	if c.MaxConnections < 0 {
+		bad("maxConnections", "must not be negative (0 means %d)", DefaultMaxConnections)
+	}
+	for i, s := range c.AllowPrivate {
+		pfx, err := parsePrefix(s)
+		if err != nil {
+			bad(fmt.Sprintf("allowPrivate[%d]", i), "%q: %v", clip(s), err)
+			continue
+		}
+		private = append(private, pfx)
+	}
+	switch {
+	case c.CAFile != "" && c.CAPEM != "":
+		bad("caFile", "a CA bundle comes from a file or inline (CAPEM), not both")
+	case c.CAPEM != "":
+		if err := checkCA(c.CAPEM); err != nil {
+			bad("caPem", "%v", err)
+		}
+	}
+	return allow, private, problems
+}
+
+// New validates c, reads its CAFile and compiles it. Its error is a
+// *ConfigError (wrapping ErrInvalidConfig) naming every offending entry.
 func New(c Config) (*Policy, error) {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	allow, private, problems := c.check()
 	p := &Policy{
+		allow:          allow,
+		private:        private,
 		maxBytes:       c.MaxBytes,
 		maxConnections: c.MaxConnections,
 		ca:             c.CAPEM,
@@ -95,52 +190,46 @@ func New(c Config) (*Policy, error) {
 		dial:           c.Dial,
 		onEvent:        c.OnEvent,
 	}
-	if len(c.Allow) == 0 {
-		bad("allow: at least one host:port is needed (without egress, leave the configuration out)")
-	}
-	if len(c.Allow) > MaxAllow {
-		bad("allow: %d entries, at most %d", len(c.Allow), MaxAllow)
-	}
-	for _, s := range c.Allow {
-		pat, err := parsePattern(s)
-		if err != nil {
-			bad("allow %q: %v", clip(s), err)
-			continue
+	if c.CAFile != "" && c.CAPEM == "" {
+		ca, err := readCAFile(c.CAFile)
+		if err == nil {
+			err = checkCA(ca)
 		}
-		p.allow = append(p.allow, pat)
-	}
-	for _, s := range c.AllowPrivate {
-		pfx, err := parsePrefix(s)
 		if err != nil {
-			bad("allowPrivate %q: %v", clip(s), err)
-			continue
+			problems = append(problems, Problem{Field: "caFile", Reason: err.Error()})
 		}
-		p.private = append(p.private, pfx)
+		p.ca = ca
 	}
-	switch {
-	case c.MaxBytes < 0:
-		bad("maxBytes %d: must not be negative", c.MaxBytes)
-	case c.MaxBytes == 0:
+	if len(problems) > 0 {
+		return nil, &ConfigError{Problems: problems}
+	}
+	if p.maxBytes == 0 {
 		p.maxBytes = DefaultMaxBytes
 	}
-	switch {
-	case c.MaxConnections < 0:
-		bad("maxConnections %d: must not be negative", c.MaxConnections)
-	case c.MaxConnections == 0:
+	if p.maxConnections == 0 {
 		p.maxConnections = DefaultMaxConnections
-	}
-	if c.CAPEM != "" {
-		if err := checkCA(c.CAPEM); err != nil {
-			bad("caPem: %v", err)
-		}
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(errs, "; "))
-	}
 	return p, nil
+}
+
+// readCAFile reads a CA bundle of at most MaxCABytes.
+func readCAFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxCABytes+1))
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxCABytes {
+		return "", fmt.Errorf("%s is larger than %d bytes", path, MaxCABytes)
+	}
+	return string(b), nil
 }
 
 func checkCA(s string) error {

@@ -56,37 +56,73 @@ func clip(s string) string {
 	return s[:256] + "…"
 }
 
-// parsePattern parses "host:port" or "*.domain:port".
+// parsePattern parses an allowlist entry, "host:port" or "*.domain:port",
+// written as it matches: a lower-case name of letters, digits, '-' and
+// dots, no label starting or ending with '-', no trailing dot, no IP
+// literal and no name that looks like one (normalizeName), a port of
+// 1..65535 without leading zeros. The names a program connects to are
+// normalized before they are matched; a pattern is not normalized but
+// refused when it is not already in that form, so an allowlist reads as
+// it matches.
 func parsePattern(s string) (pattern, error) {
-	host, portText, err := net.SplitHostPort(s)
-	if err != nil {
-		return pattern{}, errors.New("want host:port or *.domain:port")
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return pattern{}, errors.New(`want host:port or *.domain:port (e.g. "api.github.com:443")`)
 	}
+	host, portText := s[:i], s[i+1:]
 	port, err := parsePort(portText)
 	if err != nil {
 		return pattern{}, err
 	}
-	var p pattern
-	p.port = port
+	p := pattern{port: port}
 	if rest, ok := strings.CutPrefix(host, "*."); ok {
 		p.wildcard = true
 		host = rest
+	}
+	if strings.Contains(host, "*") {
+		return pattern{}, errors.New(`a wildcard is allowed only as a whole first label ("*.example.com:443")`)
+	}
+	if _, err := netip.ParseAddr(strings.Trim(strings.TrimSuffix(host, "."), "[]")); err == nil {
+		return pattern{}, errors.New("an IP address cannot be allowlisted: name the host (the private address it resolves to goes in allowPrivate)")
 	}
 	name, err := normalizeName(host)
 	if err != nil {
 		return pattern{}, err
 	}
+	if err := checkWritten(host); err != nil {
+		return pattern{}, err
+	}
 	if p.wildcard && !strings.Contains(name, ".") {
-		return pattern{}, errors.New("a wildcard needs a domain of at least two labels (*.example.com)")
+		return pattern{}, errors.New("a wildcard must cover a domain of at least two labels (*.example.com)")
 	}
 	p.host = name
 	return p, nil
 }
 
+// checkWritten refuses what normalizeName lets through but a pattern may
+// not hold: a name normalizing would change (upper case, a trailing dot),
+// '_', and labels starting or ending with '-'.
+func checkWritten(h string) error {
+	if strings.HasSuffix(h, ".") {
+		return fmt.Errorf("%q ends with a dot: write the name without it", clip(h))
+	}
+	for _, label := range strings.Split(h, ".") {
+		for i := 0; i < len(label); i++ {
+			if c := label[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+				return fmt.Errorf("%q: only lower-case letters, digits, '-' and '.' are allowed in an allowlisted name", clip(h))
+			}
+		}
+		if label[0] == '-' || label[len(label)-1] == '-' {
+			return fmt.Errorf("%q has a label starting or ending with '-'", clip(h))
+		}
+	}
+	return nil
+}
+
 func parsePort(s string) (uint16, error) {
 	n, err := strconv.ParseUint(s, 10, 16)
 	if err != nil || n == 0 || s[0] == '0' {
-		return 0, fmt.Errorf("port %q: want 1..65535", clip(s))
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", clip(s))
 	}
 	return uint16(n), nil
 }
