@@ -93,7 +93,7 @@ func parsePattern(s string) (pattern, error) {
 		return pattern{}, err
 	}
 	if p.wildcard && !strings.Contains(name, ".") {
-		return pattern{}, errors.New("a wildcard must cover a domain of at least two labels (*.example.com)")
+		return pattern{}, errors.New("a wildcard must cover a domain with at least two labels (*.example.com)")
 	}
 	p.host = name
 	return p, nil

@@ -1,8 +1,8 @@
 // Package policy reads the declarative policy of `--policy FILE|safe` and
 // turns it into a registry guard: each call is allowed, denied, or asked
 // about (the registry's Approver decides). The file also carries the
-// egress section, parsed and validated here into an Egress value for the
-// run's egress option; this package does not act on it.
+// egress section, decoded here into an egress.Config and validated with
+// egress's grammar; this package does not act on it.
 //
 // The file is JSON:
 //
@@ -31,6 +31,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/registry"
 )
 
@@ -58,8 +59,9 @@ type Policy struct {
 	// Tools holds each tool's rules in file order; the first that matches
 	// decides.
 	Tools map[string][]Rule
-	// Egress is the egress section, nil when the file has none.
-	Egress *Egress
+	// Egress is the egress section, nil when the file has none: the
+	// configuration egress.New compiles (it reads CAFile).
+	Egress *egress.Config
 	// AskDestructive makes a call no rule matches ask when its tool is
 	// annotated destructiveHint: true (the built-in "safe" policy).
 	AskDestructive bool

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
@@ -52,46 +49,23 @@ func (r limitedRuntime) RunEgress(ctx context.Context, req backend.RunRequest, l
 	return r.RunWith(ctx, req, container.RunOptions{Limits: runLimits(l), Egress: n})
 }
 
-// maxCAFileBytes bounds a policy's egress.caFile.
-const maxCAFileBytes = 1 << 20
-
 // egressOptions is container.WithEgress of a policy's egress section (none
-// without one): its allowlist, caps, private addresses and CA file. Each
+// without one), compiled by egress.New (which reads its caFile). Each
 // connection's event goes to events (nil: none); the runtime logs it with
 // its run.
 func egressOptions(p *policy.Policy, events func(egress.Event)) ([]container.Option, error) {
 	if p == nil || p.Egress == nil {
 		return nil, nil
 	}
-	e := p.Egress
-	cfg := egress.Config{Allow: e.Allow, MaxBytes: e.MaxBytes, MaxConnections: e.MaxConnections, AllowPrivate: e.AllowPrivate,
-		OnEvent: events}
-	if e.CAFile != "" {
-		ca, err := readCAFile(e.CAFile)
-		if err != nil {
-			return nil, usagef("--policy: egress.caFile: %v", err)
-		}
-		cfg.CAPEM = ca
-	}
+	cfg := *p.Egress
+	cfg.OnEvent = events
 	ep, err := egress.New(cfg)
+	var ce *egress.ConfigError
+	if errors.As(err, &ce) {
+		return nil, usagef("--policy: %s", ce.Describe("egress."))
+	}
 	if err != nil {
 		return nil, usagef("--policy: %v", err)
 	}
 	return []container.Option{container.WithEgress(ep)}, nil
-}
-
-func readCAFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxCAFileBytes+1))
-	if err != nil {
-		return "", err
-	}
-	if len(b) > maxCAFileBytes {
-		return "", fmt.Errorf("%s is larger than %d bytes", path, maxCAFileBytes)
-	}
-	return string(b), nil
 }
