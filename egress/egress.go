@@ -71,7 +71,7 @@ type Config struct {
 	CAFile string `json:"caFile,omitempty"`
 	// CAPEM is the same bundle given inline, for a caller that holds it
 	// (not with CAFile; the policy file has only caFile).
-	CAPEM string `json:"-"`
+	CAPEM string `json:"caPem,omitempty"`
 
 	// Resolver looks names up (nil: net.DefaultResolver).
 	Resolver Resolver `json:"-"`
@@ -193,7 +193,9 @@ func New(c Config) (*Policy, error) {
 	if c.CAFile != "" && c.CAPEM == "" {
 		ca, err := readCAFile(c.CAFile)
 		if err == nil {
-			err = checkCA(ca)
+			if err = checkCA(ca); err != nil {
+				err = fmt.Errorf("%s: %w", c.CAFile, err)
+			}
 		}
 		if err != nil {
 			problems = append(problems, Problem{Field: "caFile", Reason: err.Error()})
