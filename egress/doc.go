@@ -26,8 +26,10 @@
 //   - bytes (both directions together) and connections are capped per run;
 //   - every connection, refused ones included, ends as one Event.
 //
-// A Policy is compiled once from a Config (the operator's); a request may
-// Narrow its allowlist, never widen it. Each run gets its own Session,
+// A Policy is compiled once from a Config (the operator's: the policy
+// file's egress section decodes into it, and New reads its CA file, with
+// the one set of defaults); a request may Narrow its allowlist, never
+// widen it, in the same grammar. Each run gets its own Session,
 // which holds the run's counters.
 //
 // Files: grammar.go, the allowlist patterns and names; address.go, the
