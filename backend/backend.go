@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -67,7 +68,11 @@ type Runtime interface {
 	// classed so github.com/containerd/errdefs' IsXxx functions (and an
 	// HTTP server's status codes) can tell the cases apart without
 	// importing the implementation:
-	//   - caller misuse: ErrInvalidRequest (errdefs.IsInvalidArgument);
+	//   - caller misuse: ErrInvalidRequest (errdefs.IsInvalidArgument),
+	//     a limit raised or an egress entry outside the runtime's included;
+	//   - a per-run option the runtime cannot honour (RunRequest.Limits,
+	//     RunRequest.Egress): ErrNotImplemented (errdefs.IsNotImplemented),
+	//     naming the option;
 	//   - a closed runtime: ErrClosed (errdefs.IsUnavailable);
 	//   - no sandbox could be provided: the substrate unreachable
 	//     (IsUnavailable), its image missing (IsNotFound), a runtime that
@@ -87,7 +92,18 @@ type Runtime interface {
 var (
 	ErrInvalidRequest error = invalidRequestError{}
 	ErrClosed         error = closedError{}
+	// ErrNotImplemented: the runtime cannot honour a per-run option the
+	// request sets (errdefs.IsNotImplemented). The wrapping message names
+	// the option.
+	ErrNotImplemented error = notImplementedError{}
 )
+
+type notImplementedError struct{}
+
+func (notImplementedError) Error() string { return "not implemented" }
+
+// NotImplemented is errdefs' marker for its ErrNotImplemented class.
+func (notImplementedError) NotImplemented() {}
 
 type invalidRequestError struct{}
 
@@ -114,6 +130,104 @@ type RunRequest struct {
 	// Logs, when set, receives each log entry as it is captured, in order,
 	// from the run's goroutine. It must not block for long.
 	Logs func(LogEntry)
+
+	// Per-run options. A runtime that cannot honour one that is set fails
+	// the run with ErrNotImplemented naming it (see RequestChecker and
+	// RefuseOptions); one that can never widens what it was configured
+	// with.
+
+	// Limits lowers the runtime's budgets for this run. A zero field keeps
+	// the runtime's own; no field can raise one (see Limits.Within).
+	Limits Limits
+	// Egress, when set, narrows the runtime's egress allowlist for this
+	// run (never widens it). nil: the runtime's own egress, if any.
+	Egress *Egress
+	// Events, when set, receives each event of the run as its JSON object,
+	// in order, from the run's goroutines; today the egress connections
+	// ({"type":"egress","host":...,"outcome":...}, at most the egress
+	// policy's maxConnections+1 per run). It must not block for long.
+	Events func(json.RawMessage)
+}
+
+// Limits are budgets of one run (RunRequest.Limits). A zero field means
+// the runtime's own value.
+//
+// WallTime and ComputeTime are budgets of the run itself; MemoryBytes,
+// NanoCPUs and Pids are settings of the sandbox (the container runtime
+// starts a run that lowers one of them in a container of its own, cold).
+type Limits struct {
+	WallTime    time.Duration
+	ComputeTime time.Duration
+	MemoryBytes int64
+	NanoCPUs    int64
+	Pids        int64
+}
+
+// Within checks that l only lowers max, the runtime's own limits: every
+// non-zero field of l must be positive and at most max's. It is the one
+// place "a request may lower a limit, never raise it" is decided; the
+// error wraps ErrInvalidRequest and names every offending limit.
+func (l Limits) Within(max Limits) error {
+	var errs []string
+	check := func(name string, v, m int64, unit func(int64) string) {
+		switch {
+		case v == 0:
+		case v < 0:
+			errs = append(errs, fmt.Sprintf("%s %s: must be positive", name, unit(v)))
+		case v > m:
+			errs = append(errs, fmt.Sprintf("%s %s exceeds the runtime's %s: a request may lower a limit, never raise it", name, unit(v), unit(m)))
+		}
+	}
+	dur := func(v int64) string { return time.Duration(v).String() }
+	num := func(v int64) string { return fmt.Sprint(v) }
+	cpus := func(v int64) string { return fmt.Sprintf("%g CPUs", float64(v)/1e9) }
+	check("wall time", int64(l.WallTime), int64(max.WallTime), dur)
+	check("compute time", int64(l.ComputeTime), int64(max.ComputeTime), dur)
+	check("memory bytes", l.MemoryBytes, max.MemoryBytes, num)
+	check("cpus", l.NanoCPUs, max.NanoCPUs, cpus)
+	check("pids", l.Pids, max.Pids, num)
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: limits: %s", ErrInvalidRequest, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Egress narrows a runtime's egress for one run (RunRequest.Egress).
+type Egress struct {
+	// Allow is the run's allowlist ("host:port", "*.domain:port"); every
+	// entry must be within the runtime's, and there must be at least one.
+	Allow []string
+}
+
+// RequestChecker is the optional ability of a runtime to say, before a run
+// is admitted, whether it would accept req's per-run options (Limits,
+// Egress): the error Run would return for them, by the same code, or nil.
+// A server checks a request with it (through CheckRequest) before queueing
+// the run.
+type RequestChecker interface {
+	CheckRequest(req RunRequest) error
+}
+
+// CheckRequest is rt's CheckRequest when rt is a RequestChecker, else
+// RefuseOptions: a runtime that cannot check options honours none.
+func CheckRequest(rt Runtime, req RunRequest) error {
+	if c, ok := rt.(RequestChecker); ok {
+		return c.CheckRequest(req)
+	}
+	return RefuseOptions(rt.Language(), req)
+}
+
+// RefuseOptions is what a runtime that honours no per-run option returns
+// for req: nil when req sets none, else an error wrapping
+// ErrNotImplemented that names the first option set.
+func RefuseOptions(lang Language, req RunRequest) error {
+	switch {
+	case req.Limits != Limits{}:
+		return fmt.Errorf("%w: limits: the %s runtime of this server cannot lower limits per request", ErrNotImplemented, lang)
+	case req.Egress != nil:
+		return fmt.Errorf("%w: egress: the %s runtime of this server offers no egress", ErrNotImplemented, lang)
+	}
+	return nil
 }
 
 // BindingNamespace is one global object of async functions in the program.

@@ -13,7 +13,6 @@ import (
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/client"
 	"github.com/dsh-container/dsh-container/registry/registrytest"
-	"github.com/dsh-container/dsh-container/server"
 )
 
 // egressRuntime is the in-memory runtime with an egress allowlist: each
@@ -26,18 +25,27 @@ type egressRuntime struct {
 	got [][]string
 }
 
-func (r *egressRuntime) HasEgress() bool { return true }
-
-func (r *egressRuntime) CheckEgress(allow []string) error {
-	for _, a := range allow {
+func (r *egressRuntime) CheckRequest(req backend.RunRequest) error {
+	if req.Egress == nil {
+		return backend.RefuseOptions(r.Language(), req)
+	}
+	for _, a := range req.Egress.Allow {
 		if !slices.Contains(r.allow, a) {
-			return fmt.Errorf("allow %q is not within the server's allowlist", a)
+			return fmt.Errorf("%w: egress: allow %q is not within the server's allowlist", backend.ErrInvalidRequest, a)
 		}
 	}
-	return nil
+	return backend.RefuseOptions(r.Language(), backend.RunRequest{Limits: req.Limits})
 }
 
-func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _ server.Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error) {
+func (r *egressRuntime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+	if err := r.CheckRequest(req); err != nil {
+		return backend.RunResult{}, err
+	}
+	var allow []string
+	if req.Egress != nil {
+		allow = req.Egress.Allow
+	}
+	req.Egress = nil // honoured here
 	r.mu.Lock()
 	r.got = append(r.got, allow)
 	r.mu.Unlock()
@@ -46,7 +54,9 @@ func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _
 	}
 	for _, a := range allow {
 		host, _, _ := strings.Cut(a, ":")
-		onEvent(json.RawMessage(`{"type":"egress","host":"` + host + `","port":443,"outcome":"ok"}`))
+		if req.Events != nil {
+			req.Events(json.RawMessage(`{"type":"egress","host":"` + host + `","port":443,"outcome":"ok"}`))
+		}
 	}
 	return r.Runtime.Run(ctx, req)
 }

@@ -298,12 +298,12 @@ func TestEgress(t *testing.T) {
 						opts = append(opts, container.WithPool(1))
 					}
 					t.Run(name, func(t *testing.T) {
-						e := newEnv(t, lang, nil, opts...)
+						log := &egressEvents{}
+						e := newEnv(t, lang, nil, append(opts, container.WithEgress(egressPolicy(t, srv, 0, log)))...)
 						if pooled {
 							waitEgressPool(t, e.rt)
 						}
-						log := &egressEvents{}
-						res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: fetchOK[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+						res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: fetchOK[lang]})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -341,9 +341,9 @@ func TestEgress(t *testing.T) {
 					wantValue(t, res, `["HOME","LANG","PATH"]`)
 				})
 				t.Run("refused", func(t *testing.T) {
-					e := newEnv(t, lang, nil, rtOpts...)
 					log := &egressEvents{}
-					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: refused[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					e := newEnv(t, lang, nil, append(slices.Clone(rtOpts), container.WithEgress(egressPolicy(t, srv, 0, log)))...)
+					res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: refused[lang]})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -397,8 +397,8 @@ func TestEgress(t *testing.T) {
 					srv.waitClosed(t)
 				})
 				t.Run("abort while connected", func(t *testing.T) {
-					e := newEnv(t, lang, nil, rtOpts...)
 					log := &egressEvents{}
+					e := newEnv(t, lang, nil, append(slices.Clone(rtOpts), container.WithEgress(egressPolicy(t, srv, 0, log)))...)
 					prog := map[backend.Language]string{
 						backend.TypeScript: fmt.Sprintf(`const r = await fetch("https://api.egress.test:%d/slow"); await r.text(); return "done";`, srv.port),
 						backend.Python:     fmt.Sprintf("import urllib.request\nwith urllib.request.urlopen(\"https://api.egress.test:%d/slow\", timeout=60) as r:\n    r.read()\nreturn 'done'", srv.port),
@@ -418,7 +418,7 @@ func TestEgress(t *testing.T) {
 							time.Sleep(20 * time.Millisecond)
 						}
 					}()
-					res, err := e.rt.RunWith(ctx, backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					res, err := e.rt.Run(ctx, backend.RunRequest{Program: prog})
 					cancel()
 					if err != nil {
 						t.Fatal(err)
@@ -431,9 +431,9 @@ func TestEgress(t *testing.T) {
 					}
 				})
 				t.Run("byte cap", func(t *testing.T) {
-					e := newEnv(t, lang, nil, rtOpts...)
 					log := &egressEvents{}
-					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: capped[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 32<<10, log)})
+					e := newEnv(t, lang, nil, append(slices.Clone(rtOpts), container.WithEgress(egressPolicy(t, srv, 32<<10, log)))...)
+					res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: capped[lang]})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -450,9 +450,9 @@ func TestEgress(t *testing.T) {
 					}
 				})
 				t.Run("upload beyond the window", func(t *testing.T) {
-					e := newEnv(t, lang, nil, rtOpts...)
 					log := &egressEvents{}
-					res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: upload[lang]}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+					e := newEnv(t, lang, nil, append(slices.Clone(rtOpts), container.WithEgress(egressPolicy(t, srv, 0, log)))...)
+					res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: upload[lang]})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -504,13 +504,13 @@ func TestEgressThroughput(t *testing.T) {
 	srv := newEgressServer(t)
 	for _, lang := range langs {
 		t.Run(string(lang), func(t *testing.T) {
-			e := newEnv(t, lang, nil)
+			log := &egressEvents{}
+			e := newEnv(t, lang, nil, container.WithEgress(egressPolicy(t, srv, 0, log)))
 			prog := map[backend.Language]string{
 				backend.TypeScript: fmt.Sprintf(`const t0 = performance.now(); const r = await fetch("https://api.egress.test:%d/8mib"); const b = await r.arrayBuffer(); return { bytes: b.byteLength, ms: performance.now() - t0 };`, srv.port),
 				backend.Python:     fmt.Sprintf("import time, urllib.request\nt0 = time.monotonic()\nwith urllib.request.urlopen(\"https://api.egress.test:%d/8mib\", timeout=60) as r:\n    n = len(r.read())\nreturn {\"bytes\": n, \"ms\": (time.monotonic() - t0) * 1000}", srv.port),
 			}[lang]
-			log := &egressEvents{}
-			res, err := e.rt.RunWith(context.Background(), backend.RunRequest{Program: prog}, container.RunOptions{Egress: egressPolicy(t, srv, 0, log)})
+			res, err := e.rt.Run(context.Background(), backend.RunRequest{Program: prog})
 			if err != nil {
 				t.Fatal(err)
 			}

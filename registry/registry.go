@@ -34,6 +34,7 @@ type Registry struct {
 type config struct {
 	mode      Mode
 	runtime   backend.Runtime
+	base      backend.RunRequest // WithRunRequest
 	sink      func(Event)
 	logSink   func(callID string, e backend.LogEntry)
 	logger    *slog.Logger
@@ -74,6 +75,15 @@ func WithMode(m Mode) Option {
 // executed, so ModeNative needs none. The registry does not close it.
 func WithRuntime(rt backend.Runtime) Option {
 	return func(c *config) { c.runtime = rt }
+}
+
+// WithRunRequest sets what each run_code RunRequest starts from: its
+// per-run options (Limits, Egress, Events) and Logs; the registry sets
+// Program and Bindings, and WithLogSink replaces Logs. The runtime decides
+// whether it can honour the options (backend.CheckRequest says so before
+// a run; Run refuses them with an error otherwise).
+func WithRunRequest(base backend.RunRequest) Option {
+	return func(c *config) { c.base = base }
 }
 
 // WithEventSink receives one tool/code-dispatch Event per sub-call made by a

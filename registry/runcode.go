@@ -81,10 +81,10 @@ func (r *Registry) runCode(ctx context.Context, exec Execution) Result {
 	b := r.newBridge(ctx, exec)
 	runRes, runErr := func() (backend.RunResult, error) {
 		defer b.settle() // also when Run panics: no sub-call starts after, none outlives it
-		req := backend.RunRequest{
-			Program:  exec.Program(),
-			Bindings: []backend.BindingNamespace{{Global: BindingGlobal, Functions: b.functions()}},
-		}
+		// The per-run options come from WithRunRequest.
+		req := r.cfg.base
+		req.Program = exec.Program()
+		req.Bindings = []backend.BindingNamespace{{Global: BindingGlobal, Functions: b.functions()}}
 		if sink := r.cfg.logSink; sink != nil {
 			id := exec.CallID
 			req.Logs = func(e backend.LogEntry) { sink(id, e) }

@@ -17,7 +17,7 @@ import (
 )
 
 // egressRuntime is the in-memory runtime with an egress allowlist a
-// request may narrow: a server.EgressRuntime.
+// request may narrow: a backend.RequestChecker that honours Egress.
 type egressRuntime struct {
 	*registrytest.Runtime
 	allow []string
@@ -26,22 +26,33 @@ type egressRuntime struct {
 	got [][]string
 }
 
-func (r *egressRuntime) CheckEgress(allow []string) error {
-	for _, a := range allow {
+func (r *egressRuntime) CheckRequest(req backend.RunRequest) error {
+	if req.Egress == nil {
+		return backend.RefuseOptions(r.Language(), req)
+	}
+	for _, a := range req.Egress.Allow {
 		if !slices.Contains(r.allow, a) {
-			return fmt.Errorf("allow %q is not within the server's allowlist: a request may narrow egress, never widen it", a)
+			return fmt.Errorf("%w: egress: allow %q is not within the server's allowlist: a request may narrow egress, never widen it", backend.ErrInvalidRequest, a)
 		}
 	}
-	return nil
+	return backend.RefuseOptions(r.Language(), backend.RunRequest{Limits: req.Limits})
 }
 
-func (r *egressRuntime) HasEgress() bool { return true }
-
-func (r *egressRuntime) RunEgress(ctx context.Context, req backend.RunRequest, _ server.Limits, allow []string, onEvent func(json.RawMessage)) (backend.RunResult, error) {
+func (r *egressRuntime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
+	if err := r.CheckRequest(req); err != nil {
+		return backend.RunResult{}, err
+	}
+	var allow []string
+	if req.Egress != nil {
+		allow = req.Egress.Allow
+	}
+	req.Egress = nil // honoured here
 	r.mu.Lock()
 	r.got = append(r.got, allow)
 	r.mu.Unlock()
-	onEvent(json.RawMessage(`{"type":"egress","host":"api.github.com","port":443,"outcome":"ok"}`))
+	if req.Events != nil {
+		req.Events(json.RawMessage(`{"type":"egress","host":"api.github.com","port":443,"outcome":"ok"}`))
+	}
 	return r.Runtime.Run(ctx, req)
 }
 
@@ -77,8 +88,8 @@ func TestRequestEgress(t *testing.T) {
 	py.mu.Lock()
 	got := py.got
 	py.mu.Unlock()
-	// Every run of an egress runtime goes through RunEgress: the narrowed
-	// one with its list, the other with the server's (nil).
+	// Only the valid requests reached Run: the narrowed one with its
+	// list, the other with the server's (nil).
 	if len(got) != 2 || !slices.Equal(got[0], []string{"api.github.com:443"}) || got[1] != nil {
 		t.Fatalf("the runtime got %v", got)
 	}

@@ -1,11 +1,11 @@
 package server
 
-// Per-request limits: a request may lower the server's budgets for its
-// run, never raise them.
+// Per-request limits and egress: a request may lower the runtime's budgets
+// for its run, never raise them, and narrow its egress, never widen it.
+// The server reads the JSON; the runtime decides (backend.CheckRequest).
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -16,39 +16,16 @@ import (
 	"github.com/dsh-container/dsh-container/backend"
 )
 
-// Limits are budgets of one run. A zero field means the server's own.
-type Limits struct {
-	WallTime    time.Duration
-	ComputeTime time.Duration
-	MemoryBytes int64
-	NanoCPUs    int64
-	Pids        int64
-}
-
-// LimitedRuntime is the optional ability of a runtime to run one program
-// with lower limits than its own (the daemon adapts the container
-// runtime's RunWithLimits to it). A request with limits on a runtime
-// without it gets 400.
-type LimitedRuntime interface {
-	backend.Runtime
-	// MaxLimits are the runtime's own limits: what a request may lower.
-	MaxLimits() Limits
-	// CheckLimits reports why l cannot be applied (below a minimum), with
-	// an error classed errdefs.ErrInvalidArgument, or nil.
-	CheckLimits(l Limits) error
-	// RunLimited is Run with l applied.
-	RunLimited(ctx context.Context, req backend.RunRequest, l Limits) (backend.RunResult, error)
-}
-
 // The keys of a request's "limits" object, in the order messages list
 // them.
 var limitKeys = []string{"wallTimeoutMs", "computeTimeoutMs", "memoryBytes", "cpus", "pids"}
 
-// parseLimits reads a request's "limits" object (absent or null: none)
-// and checks it against rt's maxima. Every error names the limit, and
-// one that raises a limit says so.
-func parseLimits(raw json.RawMessage, rt backend.Runtime) (Limits, error) {
-	var l Limits
+// parseLimits reads a request's "limits" object (absent or null: none):
+// its keys, and each value a positive number (an integer but for cpus).
+// Whether the runtime can lower them to these values is the runtime's to
+// say (backend.CheckRequest, checkOptions). Every error names the limit.
+func parseLimits(raw json.RawMessage) (backend.Limits, error) {
+	var l backend.Limits
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return l, nil
 	}
@@ -61,11 +38,6 @@ func parseLimits(raw json.RawMessage, rt backend.Runtime) (Limits, error) {
 			return l, fmt.Errorf("limits: unknown limit %q (known: %s)", truncateName(k), strings.Join(limitKeys, ", "))
 		}
 	}
-	lr, ok := rt.(LimitedRuntime)
-	if !ok {
-		return l, fmt.Errorf("limits: the %s runtime of this server cannot lower limits per request", rt.Language())
-	}
-	max := lr.MaxLimits()
 	var errs []string
 	for _, k := range limitKeys {
 		v, ok := fields[k]
@@ -82,39 +54,58 @@ func parseLimits(raw json.RawMessage, rt backend.Runtime) (Limits, error) {
 			errs = append(errs, fmt.Sprintf("limits.%s must be a positive integer", k))
 			continue
 		}
-		raise := func(have, max string) {
-			errs = append(errs, fmt.Sprintf("limits.%s %s exceeds the server's %s: a request may lower a limit, never raise it", k, have, max))
+		// Bounds of what the fields can hold, not of what the runtime
+		// allows: that is the runtime's check.
+		if k == "cpus" && f > maxCPUs || (k == "wallTimeoutMs" || k == "computeTimeoutMs") && f > maxTimeoutMs {
+			errs = append(errs, fmt.Sprintf("limits.%s %g is out of range", k, f))
+			continue
 		}
 		switch k {
 		case "wallTimeoutMs":
-			if l.WallTime = time.Duration(f) * time.Millisecond; l.WallTime > max.WallTime {
-				raise(fmt.Sprint(f), fmt.Sprint(max.WallTime.Milliseconds()))
-			}
+			l.WallTime = time.Duration(f) * time.Millisecond
 		case "computeTimeoutMs":
-			if l.ComputeTime = time.Duration(f) * time.Millisecond; l.ComputeTime > max.ComputeTime {
-				raise(fmt.Sprint(f), fmt.Sprint(max.ComputeTime.Milliseconds()))
-			}
+			l.ComputeTime = time.Duration(f) * time.Millisecond
 		case "memoryBytes":
-			if l.MemoryBytes = int64(f); l.MemoryBytes > max.MemoryBytes {
-				raise(fmt.Sprint(l.MemoryBytes), fmt.Sprint(max.MemoryBytes))
-			}
+			l.MemoryBytes = int64(f)
 		case "cpus":
-			if l.NanoCPUs = int64(math.Round(f * 1e9)); l.NanoCPUs > max.NanoCPUs || f > 1e6 {
-				raise(fmt.Sprint(f), fmt.Sprint(float64(max.NanoCPUs)/1e9))
-			}
+			l.NanoCPUs = int64(math.Round(f * 1e9))
 		case "pids":
-			if l.Pids = int64(f); l.Pids > max.Pids {
-				raise(fmt.Sprint(l.Pids), fmt.Sprint(max.Pids))
-			}
+			l.Pids = int64(f)
 		}
 	}
 	if len(errs) > 0 {
-		return Limits{}, fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	if err := lr.CheckLimits(l); err != nil {
-		return Limits{}, fmt.Errorf("limits: %v", err)
+		return backend.Limits{}, fmt.Errorf("%s", strings.Join(errs, "; "))
 	}
 	return l, nil
+}
+
+// Ranges of limits a request can express at all (the runtime's own are
+// far lower).
+const (
+	maxCPUs      = 1e6
+	maxTimeoutMs = math.MaxInt64 / 1_000_000 // in a time.Duration
+)
+
+// checkOptions parses a request's "limits" and "egress" and asks rt
+// whether it can honour them (backend.CheckRequest: a raised limit, an
+// entry outside the allowlist, an option the runtime does not offer),
+// before the run is admitted. It returns the RunRequest every program of
+// the run starts from (registry.WithRunRequest), with events as its sink.
+// Every error is the request's fault: a 400.
+func checkOptions(rawLimits, rawEgress json.RawMessage, rt backend.Runtime, events func(json.RawMessage)) (backend.RunRequest, error) {
+	limits, err := parseLimits(rawLimits)
+	if err != nil {
+		return backend.RunRequest{}, err
+	}
+	eg, err := parseEgress(rawEgress)
+	if err != nil {
+		return backend.RunRequest{}, err
+	}
+	req := backend.RunRequest{Limits: limits, Egress: eg, Events: events}
+	if err := backend.CheckRequest(rt, req); err != nil {
+		return backend.RunRequest{}, err
+	}
+	return req, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -132,22 +123,4 @@ func truncateName(s string) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:64], "") + "…"
-}
-
-// limitedView runs every program of a request with its limits.
-type limitedView struct {
-	LimitedRuntime
-	limits Limits
-}
-
-func (v limitedView) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
-	return v.RunLimited(ctx, req, v.limits)
-}
-
-// runtimeFor is rt, or a view of it applying l when l lowers anything.
-func runtimeFor(rt backend.Runtime, l Limits) backend.Runtime {
-	if l == (Limits{}) {
-		return rt
-	}
-	return limitedView{LimitedRuntime: rt.(LimitedRuntime), limits: l}
 }

@@ -223,12 +223,16 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	limits, err := parseLimits(req.Limits, rt)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	allow, err := parseEgress(req.Egress, rt)
+	var (
+		mu           sync.Mutex
+		events       = []registry.Event{}
+		egressEvents []json.RawMessage
+	)
+	base, err := checkOptions(req.Limits, req.Egress, rt, func(e json.RawMessage) {
+		mu.Lock()
+		egressEvents = append(egressEvents, e)
+		mu.Unlock()
+	})
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -239,18 +243,10 @@ func (s *Server) handleRun(w http.ResponseWriter, r *http.Request) {
 	}
 	tenant := tenantOf(r.Context())
 
-	var (
-		mu           sync.Mutex
-		events       = []registry.Event{}
-		egressEvents []json.RawMessage
-	)
 	reg := registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeWith(rt, limits, allow, func(e json.RawMessage) {
-			mu.Lock()
-			egressEvents = append(egressEvents, e)
-			mu.Unlock()
-		})),
+		registry.WithRuntime(rt),
+		registry.WithRunRequest(base),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			mu.Lock()

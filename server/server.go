@@ -316,7 +316,9 @@ func statusFor(err error) int {
 		return http.StatusTooManyRequests
 	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errdefs.IsFailedPrecondition(err):
 		return http.StatusServiceUnavailable
-	case errdefs.IsInvalidArgument(err):
+	case errdefs.IsInvalidArgument(err), errdefs.IsNotImplemented(err):
+		// Not implemented: a per-run option this runtime cannot honour
+		// (backend.ErrNotImplemented), which the request asked for.
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

@@ -304,28 +304,25 @@ func (ss *session) prepare(start *StartFrame) (*sessionRun, *refusal) {
 	if strings.TrimSpace(start.Code) == "" {
 		return bad("code is required and must not be blank")
 	}
-	limits, err := parseLimits(start.Limits, rt)
-	if err != nil {
-		return bad("%v", err)
-	}
-	allow, err := parseEgress(start.Egress, rt)
-	if err != nil {
-		return bad("%v", err)
-	}
 	run := &sessionRun{lang: lang, id: start.ID, events: []registry.Event{}}
+	base, err := checkOptions(start.Limits, start.Egress, rt, func(e json.RawMessage) {
+		// At most maxConnections+1 per run (the egress policy's bound).
+		run.mu.Lock()
+		run.egress = append(run.egress, e)
+		run.mu.Unlock()
+		ss.send(rawEventFrame{Type: FrameEvent, Event: e}, false)
+	})
+	if err != nil {
+		return bad("%v", err)
+	}
 	if run.id == "" {
 		run.id = newCallID()
 	}
 	ss.parent = run.id
 	run.reg = registry.New(append(append([]registry.Option{}, s.opts.regOpts...),
 		registry.WithMode(s.opts.mode),
-		registry.WithRuntime(runtimeWith(rt, limits, allow, func(e json.RawMessage) {
-			// At most maxConnections+1 per run (the egress policy's bound).
-			run.mu.Lock()
-			run.egress = append(run.egress, e)
-			run.mu.Unlock()
-			ss.send(rawEventFrame{Type: FrameEvent, Event: e}, false)
-		})),
+		registry.WithRuntime(rt),
+		registry.WithRunRequest(base),
 		registry.WithLogger(s.log),
 		registry.WithEventSink(func(e registry.Event) {
 			run.mu.Lock()

@@ -85,31 +85,36 @@ func TestSessionVectors(t *testing.T) {
 }
 
 // wallRuntime is the in-memory runtime with a wall budget, lowered per
-// run like the container runtime's: it is a server.LimitedRuntime.
+// run like the container runtime's: a backend.RequestChecker whose "never
+// raise" is backend.Limits.Within, like the container runtime's.
 type wallRuntime struct {
 	*registrytest.Runtime
 	wall time.Duration
 
 	mu     sync.Mutex
-	limits []server.Limits
+	limits []backend.Limits
 }
 
-func (r *wallRuntime) MaxLimits() server.Limits {
-	return server.Limits{WallTime: r.wall, ComputeTime: time.Minute, MemoryBytes: 256 << 20, NanoCPUs: 1e9, Pids: 128}
+func (r *wallRuntime) maxLimits() backend.Limits {
+	return backend.Limits{WallTime: r.wall, ComputeTime: time.Minute, MemoryBytes: 256 << 20, NanoCPUs: 1e9, Pids: 128}
 }
 
-func (r *wallRuntime) CheckLimits(l server.Limits) error {
-	if l.MemoryBytes != 0 && l.MemoryBytes < 32<<20 {
-		return fmt.Errorf("memory %d bytes: must be at least 32 MiB", l.MemoryBytes)
+func (r *wallRuntime) CheckRequest(req backend.RunRequest) error {
+	if err := req.Limits.Within(r.maxLimits()); err != nil {
+		return err
 	}
-	return nil
+	if l := req.Limits; l.MemoryBytes != 0 && l.MemoryBytes < 32<<20 {
+		return fmt.Errorf("%w: memory %d bytes: must be at least 32 MiB", backend.ErrInvalidRequest, l.MemoryBytes)
+	}
+	return backend.RefuseOptions(r.Language(), backend.RunRequest{Egress: req.Egress})
 }
 
 func (r *wallRuntime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
-	return r.RunLimited(ctx, req, server.Limits{})
-}
-
-func (r *wallRuntime) RunLimited(ctx context.Context, req backend.RunRequest, l server.Limits) (backend.RunResult, error) {
+	if err := r.CheckRequest(req); err != nil {
+		return backend.RunResult{}, err
+	}
+	l := req.Limits
+	req.Limits = backend.Limits{} // honoured here
 	r.mu.Lock()
 	r.limits = append(r.limits, l)
 	r.mu.Unlock()
@@ -667,9 +672,11 @@ func TestSessionResultBeforeAccepted(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	sf := newSessionFixture(t)
 	for _, c := range []struct{ limits, want string }{
-		{`{"memoryBytes": 1073741824}`, "limits.memoryBytes 1073741824 exceeds the server's 268435456: a request may lower a limit, never raise it"},
-		{`{"wallTimeoutMs": 60000, "pids": 4096}`, "limits.wallTimeoutMs 60000 exceeds the server's 5000"},
-		{`{"cpus": 2}`, "limits.cpus 2 exceeds the server's 1"},
+		{`{"memoryBytes": 1073741824}`, "limits: memory bytes 1073741824 exceeds the runtime's 268435456: a request may lower a limit, never raise it"},
+		{`{"wallTimeoutMs": 60000, "pids": 4096}`, "limits: wall time 1m0s exceeds the runtime's 5s: a request may lower a limit, never raise it; pids 4096 exceeds the runtime's 128"},
+		{`{"cpus": 2}`, "cpus 2 CPUs exceeds the runtime's 1 CPUs"},
+		{`{"cpus": 1e300}`, "limits.cpus 1e+300 is out of range"},
+		{`{"wallTimeoutMs": 1e15}`, "limits.wallTimeoutMs 1e+15 is out of range"},
 		{`{"timeoutMs": 5}`, `unknown limit "timeoutMs"`},
 		{`{"pids": 1.5}`, "limits.pids must be a positive integer"},
 		{`{"pids": -1}`, "limits.pids must be a positive number"},
@@ -697,15 +704,27 @@ func TestRequestLimits(t *testing.T) {
 	sf.py.mu.Lock()
 	got := sf.py.limits
 	sf.py.mu.Unlock()
-	want := server.Limits{WallTime: 2 * time.Second, ComputeTime: time.Second, MemoryBytes: 64 << 20, NanoCPUs: 5e8, Pids: 32}
+	want := backend.Limits{WallTime: 2 * time.Second, ComputeTime: time.Second, MemoryBytes: 64 << 20, NanoCPUs: 5e8, Pids: 32}
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("the runtime got %+v, want [%+v]", got, want)
 	}
-	// A runtime that cannot lower limits refuses them.
-	resp = sf.post(t, "/v1/run", nil, `{"language":"typescript","code":"return 1","limits":{"pids":8}}`)
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("limits on a runtime without them: %d", resp.StatusCode)
+	// A runtime that cannot lower limits (no backend.RequestChecker)
+	// refuses them before the run, naming the option.
+	rec := httptest.NewRecorder()
+	sf.srv.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/run", strings.NewReader(`{"language":"typescript","code":"return 1","limits":{"pids":8}}`)))
+	var body struct{ Error string }
+	_ = json.Unmarshal(rec.Body.Bytes(), &body)
+	if rec.Code != http.StatusBadRequest || body.Error != "not implemented: limits: the typescript runtime of this server cannot lower limits per request" {
+		t.Fatalf("limits on a runtime without them: %d %q", rec.Code, body.Error)
 	}
+	p := sf.dial(t, nil)
+	st := start("typescript", "return 1")
+	st.Limits = json.RawMessage(`{"pids":8}`)
+	p.send(st)
+	if m, _ := p.expect(server.FrameRefused); m["status"] != 400.0 || !strings.Contains(m["error"].(string), "limits: the typescript runtime of this server cannot lower limits per request") {
+		t.Fatalf("session: refused %v", m)
+	}
+	p.closed()
 }
 
 // Replacing the tenants lets runs in flight finish and refuses a removed

@@ -112,7 +112,7 @@ func (l Limits) Validate() error {
 type Option func(*options)
 
 type options struct {
-	egress     *egress.Policy // nil: no egress (see WithEgress, RunWith)
+	egress     *egress.Policy // nil: no egress (see WithEgress, RunRequest.Egress)
 	language   backend.Language
 	image      string
 	ociRuntime string

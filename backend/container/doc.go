@@ -19,8 +19,9 @@
 // noexec /tmp, no log driver, a fixed three-variable environment, labels
 // under one prefix); the runner says hello and receives the program;
 // bindings are invoked one at a time in the order the program issued them;
-// with egress (WithEgress, RunWith), the program's CONNECT streams travel in
-// the same connection and package egress decides each one;
+// with egress (WithEgress, narrowed per run by RunRequest.Egress), the
+// program's CONNECT streams travel in the same connection and package
+// egress decides each one;
 // the run settles on done, a budget (CPU time from the container's cgroup,
 // wall time), cancellation, or the container's death (OOM-killed or not).
 // Settlement stops binding dispatch and waits for in-flight bindings before

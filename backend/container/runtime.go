@@ -251,14 +251,26 @@ func (r *Runtime) spec(runID string, ep *Endpoint) Spec {
 
 // Run executes one program in a fresh container. See backend.Runtime.
 //
-// Errors: backend.ErrInvalidRequest / ErrClosed for misuse, and, when no
-// container could be provided for the program (daemon unreachable, image
-// missing), an error classified with errdefs (ErrUnavailable,
+// req's per-run options apply to this run only: Limits lowers the
+// runtime's budgets (Limits.Lower), Egress narrows its egress policy
+// (WithEgress) and Events receives each egress connection's event; see
+// runWithOptions and CheckRequest.
+//
+// Errors: backend.ErrInvalidRequest / ErrClosed for misuse (a limit raised
+// or an egress entry outside the allowlist included),
+// backend.ErrNotImplemented for egress on a runtime without it, and, when
+// no container could be provided for the program (daemon unreachable,
+// image missing), an error classified with errdefs (ErrUnavailable,
 // ErrNotFound...). Everything the program does is a RunResult.
-func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (_ backend.RunResult, retErr error) {
+func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
 	if err := req.Validate(); err != nil {
 		return backend.RunResult{}, err
 	}
+	return r.runWithOptions(ctx, req)
+}
+
+// run is Run on r as configured (r may be a view; see runWithOptions).
+func (r *Runtime) run(ctx context.Context, req backend.RunRequest) (_ backend.RunResult, retErr error) {
 	if err := r.enter(); err != nil {
 		return backend.RunResult{}, err
 	}

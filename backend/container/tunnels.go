@@ -27,7 +27,6 @@ import (
 	"net"
 	"sync"
 
-	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/egress"
 	"github.com/dsh-container/dsh-container/portproto"
 )
@@ -41,40 +40,13 @@ const (
 	maxChunk = 64 << 10
 )
 
-// RunOptions are per-run options beyond the program: lowered limits (see
-// RunLimits) and egress.
-type RunOptions struct {
-	Limits RunLimits
-	// Egress, when not nil, lets the program reach the policy's
-	// allowlisted names through the runner's loopback proxy; the container
-	// keeps network "none". nil: a run exactly as without it (no proxy,
-	// environment exactly PATH, HOME, LANG).
-	Egress *egress.Policy
-}
-
 // WithEgress sets the egress policy of every run of the runtime (nil:
-// none). RunWith's RunOptions.Egress replaces it for one run.
+// none): each run's program may reach the policy's allowlisted names
+// through the runner's loopback proxy; the container keeps network
+// "none". A run's RunRequest.Egress narrows it for that run. Without one,
+// a run is exactly as without egress (no proxy, environment exactly PATH,
+// HOME, LANG).
 func WithEgress(p *egress.Policy) Option { return func(o *options) { o.egress = p } }
-
-// RunWith is Run with per-run options: budgets lowered by o.Limits (see
-// RunWithLimits) and egress through o.Egress. A run with egress is served
-// from the warm pool like any other: egress is configured by the run
-// frame, not by the container.
-func (r *Runtime) RunWith(ctx context.Context, req backend.RunRequest, o RunOptions) (backend.RunResult, error) {
-	if o.Egress == nil {
-		return r.RunWithLimits(ctx, req, o.Limits)
-	}
-	l, err := r.opts.limits.Lower(o.Limits)
-	if err != nil {
-		return backend.RunResult{}, err
-	}
-	if err := r.enter(); err != nil {
-		return backend.RunResult{}, err
-	}
-	v := r.view(l)
-	v.opts.egress = o.Egress
-	return r.runOnView(ctx, v, req)
-}
 
 // tunnels are one run's egress streams.
 type tunnels struct {

@@ -180,8 +180,8 @@ func TestEgressStreams(t *testing.T) {
 		<-ctx.Done()
 		return ExitStatus{}
 	})
-	rt, dir := newTestRuntime(t, d, nil)
-	res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, RunOptions{Egress: pol})
+	rt, dir := newTestRuntime(t, d, nil, WithEgress(pol))
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,14 +270,14 @@ func TestEgressFramesAreProtocolViolations(t *testing.T) {
 				<-ctx.Done()
 				return ExitStatus{}
 			})
-			rt, dir := newTestRuntime(t, d, nil)
-			var opts RunOptions
+			var opts []Option
 			if tc.egress {
 				var mu sync.Mutex
 				var evs []egress.Event
-				opts.Egress = testPolicy(t, up.port(), &evs, &mu)
+				opts = append(opts, WithEgress(testPolicy(t, up.port(), &evs, &mu)))
 			}
-			res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, opts)
+			rt, dir := newTestRuntime(t, d, nil, opts...)
+			res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -331,8 +331,8 @@ func TestEgressOpenStreamsAreCapped(t *testing.T) {
 		<-ctx.Done()
 		return ExitStatus{}
 	})
-	rt, dir := newTestRuntime(t, d, nil)
-	res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, RunOptions{Egress: pol})
+	rt, dir := newTestRuntime(t, d, nil, WithEgress(pol))
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
 	if err != nil || res.Error != nil {
 		t.Fatalf("%v %+v", err, res.Error)
 	}
@@ -463,8 +463,8 @@ func TestEgressUploadBeyondTheWindow(t *testing.T) {
 		<-ctx.Done()
 		return ExitStatus{}
 	})
-	rt, dir := newTestRuntime(t, d, nil)
-	res, err := rt.RunWith(context.Background(), backend.RunRequest{Program: "x"}, RunOptions{Egress: pol})
+	rt, dir := newTestRuntime(t, d, nil, WithEgress(pol))
+	res, err := rt.Run(context.Background(), backend.RunRequest{Program: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -277,17 +277,17 @@ func runServe(ctx context.Context, f *factory, opts *serveOptions) error {
 		if err != nil {
 			return err
 		}
-		srvOpts = append(srvOpts, server.WithRuntime(limitedRuntime{rt}))
+		srvOpts = append(srvOpts, server.WithRuntime(rt))
 		if len(allow) == 0 {
 			continue
 		}
-		srvOpts = append(srvOpts, server.WithNamedRuntime(defName, limitedRuntime{rt}))
+		srvOpts = append(srvOpts, server.WithNamedRuntime(defName, rt))
 		for _, name := range extra {
 			rt, err := newRuntime(name)
 			if err != nil {
 				return err
 			}
-			srvOpts = append(srvOpts, server.WithNamedRuntime(name, limitedRuntime{rt}))
+			srvOpts = append(srvOpts, server.WithNamedRuntime(name, rt))
 		}
 	}
 	srvOpts = append(srvOpts, server.WithRegistryOptions(approvalRegistryOptions(pol, opts.ApprovalTimeout)...))

@@ -28,7 +28,6 @@ import (
 
 	"golang.org/x/net/netutil"
 
-	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/backend/container"
 	"github.com/dsh-container/dsh-container/server"
 )
@@ -205,30 +204,6 @@ func (o *serviceOptions) reloadOnHUP(ctx context.Context, sv *service, maxRuns, 
 		signal.Stop(hup)
 		<-done
 	}
-}
-
-// limitedRuntime adapts the container runtime to server.LimitedRuntime:
-// requests may lower its budgets.
-type limitedRuntime struct{ *container.Runtime }
-
-var _ server.LimitedRuntime = limitedRuntime{}
-
-func (r limitedRuntime) MaxLimits() server.Limits {
-	l := r.Limits()
-	return server.Limits{WallTime: l.WallTime, ComputeTime: l.ComputeTime, MemoryBytes: l.MemoryBytes, NanoCPUs: l.NanoCPUs, Pids: l.Pids}
-}
-
-func runLimits(l server.Limits) container.RunLimits {
-	return container.RunLimits{WallTime: l.WallTime, ComputeTime: l.ComputeTime, MemoryBytes: l.MemoryBytes, NanoCPUs: l.NanoCPUs, Pids: l.Pids}
-}
-
-func (r limitedRuntime) CheckLimits(l server.Limits) error {
-	_, err := r.Limits().Lower(runLimits(l))
-	return err
-}
-
-func (r limitedRuntime) RunLimited(ctx context.Context, req backend.RunRequest, l server.Limits) (backend.RunResult, error) {
-	return r.RunWithLimits(ctx, req, runLimits(l))
 }
 
 // checkAddress refuses, before anything starts, a --listen address that

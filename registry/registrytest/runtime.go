@@ -93,8 +93,14 @@ func (r *Runtime) Close(ctx context.Context) error {
 }
 
 // Run implements backend.Runtime.
+// It honours no per-run option: a request setting Limits or Egress fails
+// with backend.ErrNotImplemented (backend.RefuseOptions); test doubles
+// that embed it and honour one clear it before calling.
 func (r *Runtime) Run(ctx context.Context, req backend.RunRequest) (backend.RunResult, error) {
 	if err := req.Validate(); err != nil {
+		return backend.RunResult{}, err
+	}
+	if err := backend.RefuseOptions(r.lang, req); err != nil {
 		return backend.RunResult{}, err
 	}
 	r.mu.Lock()
