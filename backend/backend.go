@@ -166,28 +166,30 @@ type Limits struct {
 // Within checks that l only lowers max, the runtime's own limits: every
 // non-zero field of l must be positive and at most max's. It is the one
 // place "a request may lower a limit, never raise it" is decided; the
-// error wraps ErrInvalidRequest and names every offending limit.
+// error wraps ErrInvalidRequest and names every offending limit by its key
+// in the daemon's "limits" object (wallTimeoutMs and computeTimeoutMs in
+// milliseconds, memoryBytes, cpus, pids), as a client sent it.
 func (l Limits) Within(max Limits) error {
 	var errs []string
-	check := func(name string, v, m int64, unit func(int64) string) {
+	check := func(key string, v, m int64, unit func(int64) string) {
 		switch {
 		case v == 0:
 		case v < 0:
-			errs = append(errs, fmt.Sprintf("%s %s: must be positive", name, unit(v)))
+			errs = append(errs, fmt.Sprintf("limits.%s %s must be positive", key, unit(v)))
 		case v > m:
-			errs = append(errs, fmt.Sprintf("%s %s exceeds the runtime's %s: a request may lower a limit, never raise it", name, unit(v), unit(m)))
+			errs = append(errs, fmt.Sprintf("limits.%s %s exceeds the runtime's %s: a request may lower a limit, never raise it", key, unit(v), unit(m)))
 		}
 	}
-	dur := func(v int64) string { return time.Duration(v).String() }
+	ms := func(v int64) string { return fmt.Sprint(float64(v) / float64(time.Millisecond)) }
 	num := func(v int64) string { return fmt.Sprint(v) }
-	cpus := func(v int64) string { return fmt.Sprintf("%g CPUs", float64(v)/1e9) }
-	check("wall time", int64(l.WallTime), int64(max.WallTime), dur)
-	check("compute time", int64(l.ComputeTime), int64(max.ComputeTime), dur)
-	check("memory bytes", l.MemoryBytes, max.MemoryBytes, num)
+	cpus := func(v int64) string { return fmt.Sprint(float64(v) / 1e9) }
+	check("wallTimeoutMs", int64(l.WallTime), int64(max.WallTime), ms)
+	check("computeTimeoutMs", int64(l.ComputeTime), int64(max.ComputeTime), ms)
+	check("memoryBytes", l.MemoryBytes, max.MemoryBytes, num)
 	check("cpus", l.NanoCPUs, max.NanoCPUs, cpus)
 	check("pids", l.Pids, max.Pids, num)
 	if len(errs) > 0 {
-		return fmt.Errorf("%w: limits: %s", ErrInvalidRequest, strings.Join(errs, "; "))
+		return fmt.Errorf("%w: %s", ErrInvalidRequest, strings.Join(errs, "; "))
 	}
 	return nil
 }

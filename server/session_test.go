@@ -672,9 +672,9 @@ func TestSessionResultBeforeAccepted(t *testing.T) {
 func TestRequestLimits(t *testing.T) {
 	sf := newSessionFixture(t)
 	for _, c := range []struct{ limits, want string }{
-		{`{"memoryBytes": 1073741824}`, "limits: memory bytes 1073741824 exceeds the runtime's 268435456: a request may lower a limit, never raise it"},
-		{`{"wallTimeoutMs": 60000, "pids": 4096}`, "limits: wall time 1m0s exceeds the runtime's 5s: a request may lower a limit, never raise it; pids 4096 exceeds the runtime's 128"},
-		{`{"cpus": 2}`, "cpus 2 CPUs exceeds the runtime's 1 CPUs"},
+		{`{"memoryBytes": 1073741824}`, "invalid run request: limits.memoryBytes 1073741824 exceeds the runtime's 268435456: a request may lower a limit, never raise it"},
+		{`{"wallTimeoutMs": 60000, "pids": 4096}`, "limits.wallTimeoutMs 60000 exceeds the runtime's 5000: a request may lower a limit, never raise it; limits.pids 4096 exceeds the runtime's 128"},
+		{`{"cpus": 2}`, "limits.cpus 2 exceeds the runtime's 1: a request"},
 		{`{"cpus": 1e300}`, "limits.cpus 1e+300 is out of range"},
 		{`{"wallTimeoutMs": 1e15}`, "limits.wallTimeoutMs 1e+15 is out of range"},
 		{`{"timeoutMs": 5}`, `unknown limit "timeoutMs"`},

@@ -38,9 +38,9 @@ func TestLimitsLower(t *testing.T) {
 		{
 			name: "raising names each limit",
 			rl:   backend.Limits{WallTime: time.Hour, MemoryBytes: 1 << 30, NanoCPUs: 4e9},
-			err:  []string{"wall time 1h0m0s exceeds the runtime's 30s", "memory bytes 1073741824 exceeds", "cpus 4 CPUs exceeds the runtime's 1 CPUs", "never raise"},
+			err:  []string{"limits.wallTimeoutMs 3.6e+06 exceeds the runtime's 30000", "limits.memoryBytes 1073741824 exceeds", "limits.cpus 4 exceeds the runtime's 1: a request may lower a limit, never raise it"},
 		},
-		{name: "negative", rl: backend.Limits{Pids: -1}, err: []string{"pids -1: must be positive"}},
+		{name: "negative", rl: backend.Limits{Pids: -1}, err: []string{"limits.pids -1 must be positive"}},
 		{name: "below the minimum", rl: backend.Limits{MemoryBytes: 1 << 20}, err: []string{"memory 1048576 bytes: must be at least 32 MiB"}},
 	}
 	for _, c := range cases {
@@ -150,7 +150,7 @@ func TestRunRequestLimits(t *testing.T) {
 	_, runErr := rt.Run(ctx, req)
 	checkErr := rt.CheckRequest(req)
 	for _, err := range []error{runErr, checkErr} {
-		if !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "pids 1048576 exceeds the runtime's 128: a request may lower a limit, never raise it") {
+		if !errors.Is(err, backend.ErrInvalidRequest) || !strings.Contains(err.Error(), "limits.pids 1048576 exceeds the runtime's 128: a request may lower a limit, never raise it") {
 			t.Fatalf("raising pids: got %v, want an invalid request naming pids", err)
 		}
 	}
