@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -180,9 +181,11 @@ func (l Limits) Within(max Limits) error {
 			errs = append(errs, fmt.Sprintf("limits.%s %s exceeds the runtime's %s: a request may lower a limit, never raise it", key, unit(v), unit(m)))
 		}
 	}
-	ms := func(v int64) string { return fmt.Sprint(float64(v) / float64(time.Millisecond)) }
+	// Decimal, never exponent notation: 3600000, not 3.6e+06.
+	decimal := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	ms := func(v int64) string { return decimal(float64(v) / float64(time.Millisecond)) }
 	num := func(v int64) string { return fmt.Sprint(v) }
-	cpus := func(v int64) string { return fmt.Sprint(float64(v) / 1e9) }
+	cpus := func(v int64) string { return decimal(float64(v) / 1e9) }
 	check("wallTimeoutMs", int64(l.WallTime), int64(max.WallTime), ms)
 	check("computeTimeoutMs", int64(l.ComputeTime), int64(max.ComputeTime), ms)
 	check("memoryBytes", l.MemoryBytes, max.MemoryBytes, num)

@@ -324,8 +324,8 @@ func newTestRuntime(t *testing.T, d Driver, mod func(*Limits), opts ...Option) (
 	t.Helper()
 	dir, _ := shortDir(t)
 	l := DefaultLimits()
-	l.WallTime = 5 * time.Second
-	l.StartupTime = 5 * time.Second
+	l.WallTime = 30 * time.Second
+	l.StartupTime = 30 * time.Second
 	if mod != nil {
 		mod(&l)
 	}

@@ -38,7 +38,7 @@ func TestLimitsLower(t *testing.T) {
 		{
 			name: "raising names each limit",
 			rl:   backend.Limits{WallTime: time.Hour, MemoryBytes: 1 << 30, NanoCPUs: 4e9},
-			err:  []string{"limits.wallTimeoutMs 3.6e+06 exceeds the runtime's 30000", "limits.memoryBytes 1073741824 exceeds", "limits.cpus 4 exceeds the runtime's 1: a request may lower a limit, never raise it"},
+			err:  []string{"limits.wallTimeoutMs 3600000 exceeds the runtime's 30000", "limits.memoryBytes 1073741824 exceeds", "limits.cpus 4 exceeds the runtime's 1: a request may lower a limit, never raise it"},
 		},
 		{name: "negative", rl: backend.Limits{Pids: -1}, err: []string{"limits.pids -1 must be positive"}},
 		{name: "below the minimum", rl: backend.Limits{MemoryBytes: 1 << 20}, err: []string{"memory 1048576 bytes: must be at least 32 MiB"}},
@@ -184,8 +184,8 @@ func (d *recordingDriver) Create(ctx context.Context, s Spec) (string, error) {
 // newLimitsForTest are newTestRuntime's limits.
 func newLimitsForTest() Limits {
 	l := DefaultLimits()
-	l.WallTime = 5 * time.Second
-	l.StartupTime = 5 * time.Second
+	l.WallTime = 30 * time.Second
+	l.StartupTime = 30 * time.Second
 	return l
 }
 
