@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // Addresses and names.
@@ -141,7 +142,7 @@ type taskState struct {
 	pid       uint32
 	io        *cio.DirectIO
 	closeOnce sync.Once
-	cgroup    cgroupFiles
+	cgroup    nodelocal.Cgroups
 }
 
 func (t *taskState) closeIO() {
@@ -595,7 +596,7 @@ func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs [
 		return nil, d.shimError(rt, fromGRPC(err))
 	}
 	st.pid = resp.Pid
-	st.cgroup = cgroupFilesOf(int(resp.Pid), id)
+	st.cgroup = nodelocal.CgroupsOf(int(resp.Pid), id)
 	return st, nil
 }
 
