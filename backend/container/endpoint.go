@@ -9,7 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
+
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // maxSocketPath is sizeof(sockaddr_un.sun_path) on Linux.
@@ -24,7 +25,7 @@ const maxSocketPath = 108
 // "<name>.owner" file that the reaper reads (see reaper.go), written
 // before the directory and removed after it.
 func NewUnixEndpoint(base string) (_ *Endpoint, retErr error) {
-	if err := privateDir(base); err != nil {
+	if err := nodelocal.PrivateDir(base); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	var rnd [8]byte
@@ -83,28 +84,4 @@ func NewUnixEndpoint(base string) (_ *Endpoint, retErr error) {
 			return closeErr
 		},
 	}, nil
-}
-
-// privateDir makes dir (and parents) if needed and insists that dir itself
-// is a real directory owned by this user and closed to everyone else: on a
-// shared /tmp another user could otherwise pre-create it, watch the
-// per-run sockets and connect before the runner does.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (%d); remove it or choose another directory", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		return os.Chmod(dir, 0o700)
-	}
-	return nil
 }

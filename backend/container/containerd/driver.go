@@ -221,13 +221,17 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 		client.Close()
 		return nil, unreachable(addr, err)
 	}
+	// The state directory holds the runsc wrapper containerd executes as
+	// root and the FIFOs of every program's output, and its default
+	// outside XDG_RUNTIME_DIR is a predictable path under /tmp that
+	// someone else could make first.
+	if err := nodelocal.PrivateDir(o.StateDir); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("the driver's state directory (Options.StateDir): %w", err)
+	}
 	if err := os.MkdirAll(d.fifoRoot, 0o700); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("the driver's state directory: %w", err)
-	}
-	if err := privateDir(o.StateDir); err != nil {
-		client.Close()
-		return nil, err
 	}
 	if o.NodeRuntimes != nil {
 		if d.runtimes, err = nodeRuntimes(o.StateDir, o.NodeRuntimes); err != nil {
@@ -247,30 +251,6 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 		}
 	}
 	return d, nil
-}
-
-// privateDir refuses a state directory another user could write to: it
-// holds the runsc wrapper containerd executes as root and the FIFOs of
-// every program's output, and its default outside XDG_RUNTIME_DIR is a
-// predictable path under /tmp that someone else could create first.
-func privateDir(dir string) error {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("the driver's state directory: %w", err)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%w: the driver's state directory %s must be a directory of uid %d that no one else can write to (it is %v, uid %d); remove it or choose another (Options.StateDir)",
-			errdefs.ErrFailedPrecondition, dir, os.Geteuid(), st.Mode(), sysUID(sys))
-	}
-	return nil
-}
-
-func sysUID(s *syscall.Stat_t) int64 {
-	if s == nil {
-		return -1
-	}
-	return int64(s.Uid)
 }
 
 func unreachable(addr string, err error) error {
