@@ -9,7 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
+
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // maxSocketPath is sizeof(sockaddr_un.sun_path) on Linux.
@@ -21,30 +22,30 @@ const maxSocketPath = 108
 // socket 0666: the container's user can connect, no other host user can
 // reach it. Its name is random (the container sees it in its mount
 // table); its owner, this process, is recorded in a sibling
-// "<name>.owner" file that the reaper reads (see reaper.go), written
+// "<name>.owner" file that the reaper reads (see nodelocal's sockdir.go), written
 // before the directory and removed after it.
 func NewUnixEndpoint(base string) (_ *Endpoint, retErr error) {
-	if err := privateDir(base); err != nil {
+	if err := nodelocal.PrivateDir(base); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	name := sockDirPrefix + hex.EncodeToString(rnd[:])
+	name := nodelocal.SockDirPrefix + hex.EncodeToString(rnd[:])
 	dir := filepath.Join(base, name)
 	path := filepath.Join(dir, SocketName)
 	if len(path) >= maxSocketPath {
 		return nil, fmt.Errorf("bridge socket path %s is %d bytes; Unix sockets allow %d: choose a shorter socket directory", path, len(path), maxSocketPath-1)
 	}
-	if err := os.WriteFile(dir+ownerSuffix, []byte(selfID()), 0o600); err != nil {
+	if err := os.WriteFile(dir+nodelocal.OwnerSuffix, []byte(nodelocal.SelfID()), 0o600); err != nil {
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	if err := os.Mkdir(dir, 0o711); err != nil {
-		os.Remove(dir + ownerSuffix)
+		os.Remove(dir + nodelocal.OwnerSuffix)
 		return nil, fmt.Errorf("socket directory: %w", err)
 	}
 	removeAll := func() error {
 		err := os.RemoveAll(dir)
-		if rerr := os.Remove(dir + ownerSuffix); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		if rerr := os.Remove(dir + nodelocal.OwnerSuffix); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			err = errors.Join(err, rerr)
 		}
 		return err
@@ -83,28 +84,4 @@ func NewUnixEndpoint(base string) (_ *Endpoint, retErr error) {
 			return closeErr
 		},
 	}, nil
-}
-
-// privateDir makes dir (and parents) if needed and insists that dir itself
-// is a real directory owned by this user and closed to everyone else: on a
-// shared /tmp another user could otherwise pre-create it, watch the
-// per-run sockets and connect before the runner does.
-func privateDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return err
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", dir)
-	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-		return fmt.Errorf("%s belongs to uid %d, not to this user (%d); remove it or choose another directory", dir, st.Uid, os.Getuid())
-	}
-	if fi.Mode().Perm() != 0o700 {
-		return os.Chmod(dir, 0o700)
-	}
-	return nil
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/dsh-container/dsh-container/backend"
 	"github.com/dsh-container/dsh-container/portproto"
 )
@@ -264,11 +266,12 @@ func TestNoBindingStartsAfterSettlement(t *testing.T) {
 	d.checkNoLeaks(t, dir)
 }
 
-// A socket base someone made world-writable is taken back, and one owned
-// by another user is refused.
+// A socket base others can read is closed to them; one others can write
+// to (they may already have put something in it) or owned by another
+// user is refused.
 func TestSocketBaseIsPrivate(t *testing.T) {
 	dir, _ := shortDir(t)
-	os.Chmod(dir, 0o777)
+	os.Chmod(dir, 0o755)
 	ep, err := NewUnixEndpoint(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -277,12 +280,16 @@ func TestSocketBaseIsPrivate(t *testing.T) {
 	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
 		t.Fatalf("base mode %v", fi.Mode().Perm())
 	}
+	os.Chmod(dir, 0o777)
+	if _, err := NewUnixEndpoint(dir); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "no one else can write to") {
+		t.Fatalf("world-writable base accepted: %v", err)
+	}
 	if os.Getuid() == 0 {
 		other, _ := shortDir(t)
 		if err := os.Chown(other, 12345, 12345); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := NewUnixEndpoint(other); err == nil || !strings.Contains(err.Error(), "belongs to uid 12345") {
+		if _, err := NewUnixEndpoint(other); err == nil || !strings.Contains(err.Error(), "owned by uid 12345") {
 			t.Fatalf("foreign base accepted: %v", err)
 		}
 	}

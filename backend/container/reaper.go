@@ -2,137 +2,52 @@ package container
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
-// Ownership. Every container carries LabelOwner = "<pid>.<start>.<host>",
-// where start is the owner process's start time in clock ticks since boot
-// (/proc/<pid>/stat field 22) and host the first 8 hex digits of the
-// SHA-256 of the host's name (a valid label value whatever the name). A
-// pid alone could be reused; the pair cannot. An owner is live when it is
-// on this host and a process with that pid and that start time exists.
-//
-// A socket directory is named "s-<random>": the container sees its host
-// path in its mount table, so the name says nothing about the host. Its
-// owner, "<pid>.<start>", is in the sibling file "s-<random>.owner",
-// created before the directory and removed after it.
+// Ownership. Every container carries LabelOwner, its owner process's
+// label; a node-local runtime's is "<pid>.<start>.<host>" and its socket
+// directories are "s-<random>" with a sibling owner file (see
+// nodelocal's owner.go and sockdir.go). Reap asks an OwnerJudge whether an
+// owner lives and an EndpointSweeper to remove endpoints; the defaults
+// are nodelocal's, which read this host's /proc and socket directory. A
+// driver whose sandboxes live elsewhere brings its own.
 //
 // Earlier versions labelled containers under "io.dsh-container." with
 // owner "<host>/<pid>/<start>" and named directories
 // "run-<pid>.<start>-<random>"; the reaper still judges and removes those.
 
-// processStart returns pid's start time, or "" if there is no such process.
-func processStart(pid int) string {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// The command name (field 2) may contain spaces and parentheses; the
-	// fields after the last ')' are fixed.
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); field 22 is f[19].
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+// OwnerJudge tells whether the process an owner label names still lives.
+// A label it cannot judge must be reported live: its containers are left
+// alone.
+type OwnerJudge interface {
+	Alive(owner string) bool
 }
 
-var selfStart = processStart(os.Getpid())
-
-// hostTag is this host's tag in owner labels.
-func hostTag() string {
-	host, _ := os.Hostname()
-	sum := sha256.Sum256([]byte(host))
-	return hex.EncodeToString(sum[:4])
+// EndpointSweeper removes the endpoints of owners that are gone.
+type EndpointSweeper interface {
+	// Remove removes the endpoint a removed container's bridge label
+	// names, if it is one of the sweeper's; it returns what it removed.
+	Remove(bridge string) (string, bool)
+	// Sweep removes the endpoints at least grace old whose owner is
+	// gone, and returns what it removed.
+	Sweep(grace time.Duration) ([]string, error)
 }
 
-func defaultOwner() string { return selfID() + "." + hostTag() }
+func defaultOwner() string { return nodelocal.SelfOwner() }
 
 // OwnerOf returns the owner label a runtime in process pid puts on its
 // containers by default (WithOwner aside), or "" when there is no such
 // process: tests and tools find a process's containers with it.
-func OwnerOf(pid int) string {
-	start := processStart(pid)
-	if start == "" {
-		return ""
-	}
-	return fmt.Sprintf("%d.%s.%s", pid, start, hostTag())
-}
-
-// Socket directory naming.
-const (
-	sockDirPrefix = "s-"
-	ownerSuffix   = ".owner"
-)
-
-// selfID is this process's "<pid>.<start>".
-func selfID() string { return fmt.Sprintf("%d.%s", os.Getpid(), selfStart) }
-
-// idLive judges a "<pid>.<start>" owner id.
-func idLive(id string) bool {
-	pidS, start, ok := strings.Cut(id, ".")
-	if !ok {
-		return false
-	}
-	pid, err := strconv.Atoi(pidS)
-	if err != nil || pid <= 0 {
-		return false
-	}
-	return processStart(pid) == start
-}
-
-// ownerLive judges an owner label. Owners on other hosts are reported
-// live: this process cannot judge them. So are labels of any other form
-// (set with WithOwner by an embedding program or a test suite): the reaper
-// cannot tell whether their owner lives, and a shared engine's running
-// containers must not be removed on a guess.
-func ownerLive(owner string) bool {
-	parts := strings.Split(owner, ".")
-	if len(parts) != 3 {
-		return legacyOwnerLive(owner)
-	}
-	if parts[2] != hostTag() {
-		return true
-	}
-	pid, err := strconv.Atoi(parts[0])
-	if err != nil || pid <= 0 || parts[1] == "" || strings.Trim(parts[1], "0123456789") != "" {
-		return true
-	}
-	return processStart(pid) == parts[1]
-}
-
-// legacyOwnerLive judges an earlier version's "<host>/<pid>/<start>".
-func legacyOwnerLive(owner string) bool {
-	parts := strings.Split(owner, "/")
-	if len(parts) != 3 {
-		return true
-	}
-	host, _ := os.Hostname()
-	if parts[0] != host {
-		return true
-	}
-	pid, err := strconv.Atoi(parts[1])
-	if err != nil || pid <= 0 {
-		return true
-	}
-	return processStart(pid) == parts[2]
-}
+func OwnerOf(pid int) string { return nodelocal.OwnerOf(pid) }
 
 // Labels of earlier versions, still reaped.
 const (
@@ -140,26 +55,6 @@ const (
 	legacyLabelOwner   = "io.dsh-container.owner"
 	legacyLabelSockDir = "io.dsh-container.sockdir"
 )
-
-// dirLive judges the socket directory name in base by its owner file
-// (or, in the earlier layout, by its name). Names of neither form are not
-// ours: they are reported live and left alone.
-func dirLive(base, name string) bool {
-	if rest, ok := strings.CutPrefix(name, "run-"); ok {
-		id, _, _ := strings.Cut(rest, "-")
-		return idLive(id)
-	}
-	if !strings.HasPrefix(name, sockDirPrefix) {
-		return true
-	}
-	data, err := os.ReadFile(filepath.Join(base, name+ownerSuffix))
-	if err != nil {
-		// The owner file comes first and goes last: without it the
-		// directory is a leftover.
-		return false
-	}
-	return idLive(strings.TrimSpace(string(data)))
-}
 
 // validLabelValue reports a valid Kubernetes label value.
 var validLabelValue = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
@@ -179,6 +74,12 @@ type ReapOptions struct {
 	// Grace spares containers and directories younger than this, whoever
 	// owns them.
 	Grace time.Duration
+	// Owners judges owner labels (default nodelocal.Owners, this host's
+	// /proc).
+	Owners OwnerJudge
+	// Endpoints removes dead owners' endpoints (default
+	// nodelocal.SocketDirs in SocketDir).
+	Endpoints EndpointSweeper
 }
 
 // ReapReport lists what Reap removed.
@@ -193,6 +94,12 @@ type ReapReport struct {
 func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 	if opts.SocketDir == "" {
 		opts.SocketDir = DefaultSocketDir()
+	}
+	if opts.Owners == nil {
+		opts.Owners = nodelocal.Owners{}
+	}
+	if opts.Endpoints == nil {
+		opts.Endpoints = nodelocal.SocketDirs{Base: opts.SocketDir}
 	}
 	var rep ReapReport
 	var errs []error
@@ -213,7 +120,7 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 				bridge = filepath.Base(dir)
 			}
 		}
-		if now.Sub(c.Created) < opts.Grace || ownerLive(owner) {
+		if now.Sub(c.Created) < opts.Grace || opts.Owners.Alive(owner) {
 			continue
 		}
 		if err := d.Remove(ctx, c.ID); err != nil && !errdefs.IsNotFound(err) {
@@ -221,52 +128,14 @@ func Reap(ctx context.Context, d Driver, opts ReapOptions) (ReapReport, error) {
 			continue
 		}
 		rep.Containers = append(rep.Containers, c.ID)
-		// The label names a directory in the socket folder, nothing else.
-		if bridge != "" && bridge == filepath.Base(bridge) && (strings.HasPrefix(bridge, sockDirPrefix) || strings.HasPrefix(bridge, "run-")) {
-			dir := filepath.Join(opts.SocketDir, bridge)
-			if err := os.RemoveAll(dir); err == nil {
-				rep.SocketDirs = append(rep.SocketDirs, dir)
-				os.Remove(dir + ownerSuffix)
-			}
+		if dir, ok := opts.Endpoints.Remove(bridge); ok {
+			rep.SocketDirs = append(rep.SocketDirs, dir)
 		}
 	}
-	entries, err := os.ReadDir(opts.SocketDir)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	swept, err := opts.Endpoints.Sweep(opts.Grace)
+	rep.SocketDirs = append(rep.SocketDirs, swept...)
+	if err != nil {
 		errs = append(errs, err)
-	}
-	dirs := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		if e.IsDir() {
-			dirs[e.Name()] = true
-		}
-	}
-	for _, e := range entries {
-		name := e.Name()
-		if !e.IsDir() {
-			// An owner file whose directory is gone goes once its
-			// owner has.
-			dirName, ok := strings.CutSuffix(name, ownerSuffix)
-			if ok && strings.HasPrefix(dirName, sockDirPrefix) && !dirs[dirName] && !dirLive(opts.SocketDir, dirName) {
-				if info, err := e.Info(); err == nil && now.Sub(info.ModTime()) >= opts.Grace {
-					os.Remove(filepath.Join(opts.SocketDir, name))
-				}
-			}
-			continue
-		}
-		if dirLive(opts.SocketDir, name) {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil || now.Sub(info.ModTime()) < opts.Grace {
-			continue
-		}
-		dir := filepath.Join(opts.SocketDir, name)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		os.Remove(dir + ownerSuffix)
-		rep.SocketDirs = append(rep.SocketDirs, dir)
 	}
 	return rep, errors.Join(errs...)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // reapDriver is the fake driver with creation times, so grace periods can
@@ -68,7 +70,7 @@ func TestReap(t *testing.T) {
 	live := defaultOwner()
 	// The same pid with another start time: the pid was reused, the owner
 	// is dead.
-	dead := fmt.Sprintf("%d.1.%s", pid, hostTag())
+	dead := fmt.Sprintf("%d.1.%s", pid, nodelocal.HostTag())
 	hour := time.Hour
 
 	base, err := os.MkdirTemp("", "dshr")
@@ -90,20 +92,20 @@ func TestReap(t *testing.T) {
 	// owned makes a socket directory of the current layout with its owner
 	// file.
 	owned := func(name, owner string, age time.Duration) string {
-		if err := os.WriteFile(filepath.Join(base, name+ownerSuffix), []byte(owner), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(base, name+nodelocal.OwnerSuffix), []byte(owner), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return mkdir(name, age)
 	}
-	liveDir := owned(sockDirPrefix+"live", selfID(), hour)
-	deadDir := owned(sockDirPrefix+"dead", fmt.Sprintf("%d.1", pid), hour)
-	deadFresh := owned(sockDirPrefix+"fresh", fmt.Sprintf("%d.1", pid), 0)
+	liveDir := owned(nodelocal.SockDirPrefix+"live", nodelocal.SelfID(), hour)
+	deadDir := owned(nodelocal.SockDirPrefix+"dead", fmt.Sprintf("%d.1", pid), hour)
+	deadFresh := owned(nodelocal.SockDirPrefix+"fresh", fmt.Sprintf("%d.1", pid), 0)
 	orphan := mkdir(fmt.Sprintf("run-%d.1-orphan", pid), hour) // the earlier layout; no container
-	noOwnerFile := mkdir(sockDirPrefix+"no-owner-file", hour)
+	noOwnerFile := mkdir(nodelocal.SockDirPrefix+"no-owner-file", hour)
 	notOurs := mkdir("something-else", hour)
 	garbled := mkdir("run-garbled", hour)
 	// An owner file whose directory is gone: removed once its owner is.
-	strayOwner := filepath.Join(base, sockDirPrefix+"stray"+ownerSuffix)
+	strayOwner := filepath.Join(base, nodelocal.SockDirPrefix+"stray"+nodelocal.OwnerSuffix)
 	os.WriteFile(strayOwner, []byte(fmt.Sprintf("%d.1", pid)), 0o600)
 	os.Chtimes(strayOwner, time.Now().Add(-hour), time.Now().Add(-hour))
 
@@ -146,12 +148,12 @@ func TestReap(t *testing.T) {
 	if got := d.ids(); !slices.Equal(got, wantIDs) {
 		t.Fatalf("containers left %v, want %v", got, wantIDs)
 	}
-	for _, p := range []string{liveDir, liveDir + ownerSuffix, deadFresh, deadFresh + ownerSuffix, notOurs} {
+	for _, p := range []string{liveDir, liveDir + nodelocal.OwnerSuffix, deadFresh, deadFresh + nodelocal.OwnerSuffix, notOurs} {
 		if _, err := os.Stat(p); err != nil {
 			t.Fatalf("%s removed: %v", p, err)
 		}
 	}
-	for _, p := range []string{deadDir + ownerSuffix, strayOwner} {
+	for _, p := range []string{deadDir + nodelocal.OwnerSuffix, strayOwner} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s left: %v", p, err)
 		}
@@ -175,7 +177,7 @@ func TestReap(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{filepath.Base(liveDir), filepath.Base(liveDir) + ownerSuffix, "something-else"}) {
+	if !slices.Equal(names, []string{filepath.Base(liveDir), filepath.Base(liveDir) + nodelocal.OwnerSuffix, "something-else"}) {
 		t.Fatalf("socket dirs left %v", names)
 	}
 }
@@ -188,19 +190,62 @@ func TestReapMissingSocketDir(t *testing.T) {
 	}
 }
 
-func TestOwnerLive(t *testing.T) {
-	host, _ := os.Hostname()
-	for owner, want := range map[string]bool{
-		defaultOwner(): true,
-		fmt.Sprintf("%s/%d/1", host, os.Getpid()): false, // pid reused
-		fmt.Sprintf("%s/%d/%s", host, 1<<30, "5"): false, // no such pid
-		"other.invalid/1/1":                       true,  // cannot judge another host
-		host + "/e2e-1":                           true,  // not our format
-		host + "/x/1":                             true,
-		"":                                        true,
-	} {
-		if got := ownerLive(owner); got != want {
-			t.Errorf("ownerLive(%q) = %v, want %v", owner, got, want)
-		}
+// judge is an OwnerJudge that knows its owners without /proc, as a
+// driver whose sandboxes live elsewhere would.
+type judge struct{ dead map[string]bool }
+
+func (j judge) Alive(owner string) bool { return !j.dead[owner] }
+
+// sweeper is an EndpointSweeper that records what it is asked.
+type sweeper struct {
+	removed []string
+	grace   []time.Duration
+}
+
+func (s *sweeper) Remove(bridge string) (string, bool) {
+	if bridge == "" {
+		return "", false
+	}
+	s.removed = append(s.removed, bridge)
+	return "remote:" + bridge, true
+}
+
+func (s *sweeper) Sweep(grace time.Duration) ([]string, error) {
+	s.grace = append(s.grace, grace)
+	return []string{"remote:swept"}, nil
+}
+
+// Reap asks the judge and the sweeper it is given, not /proc and the
+// socket directory.
+func TestReapTakesItsOwnerJudgeAndSweeper(t *testing.T) {
+	base := t.TempDir()
+	// A dead local owner's socket directory the default sweeper would
+	// remove: another sweeper leaves it alone.
+	local := filepath.Join(base, nodelocal.SockDirPrefix+"local")
+	os.WriteFile(local+nodelocal.OwnerSuffix, []byte("999999999.1"), 0o600)
+	os.Mkdir(local, 0o700)
+	os.Chtimes(local, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour))
+	d := &reapDriver{fakeDriver: newFakeDriver(t, nil), created: map[string]time.Time{}}
+	gone := d.add(t, "pod-gone", "s-gone", time.Hour)
+	here := d.add(t, "pod-here", "s-here", time.Hour)
+	// This process's own label, judged dead by this judge.
+	mine := d.add(t, defaultOwner(), "", time.Hour)
+	sw := &sweeper{}
+	rep, err := Reap(context.Background(), d, ReapOptions{SocketDir: base, Grace: time.Minute,
+		Owners: judge{dead: map[string]bool{"pod-gone": true, defaultOwner(): true}}, Endpoints: sw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(rep.Containers)
+	want := []string{gone, mine}
+	slices.Sort(want)
+	if !slices.Equal(rep.Containers, want) || !slices.Equal(d.ids(), []string{here}) {
+		t.Fatalf("reaped %v, left %v; want %v reaped", rep.Containers, d.ids(), want)
+	}
+	if !slices.Equal(rep.SocketDirs, []string{"remote:s-gone", "remote:swept"}) || !slices.Equal(sw.removed, []string{"s-gone"}) || !slices.Equal(sw.grace, []time.Duration{time.Minute}) {
+		t.Fatalf("report %v; the sweeper removed %v, swept with %v", rep.SocketDirs, sw.removed, sw.grace)
+	}
+	if _, err := os.Stat(local); err != nil {
+		t.Fatalf("the node-local socket directory was swept: %v", err)
 	}
 }

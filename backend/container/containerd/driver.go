@@ -31,6 +31,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // Addresses and names.
@@ -141,7 +142,7 @@ type taskState struct {
 	pid       uint32
 	io        *cio.DirectIO
 	closeOnce sync.Once
-	cgroup    cgroupFiles
+	cgroup    nodelocal.Cgroups
 }
 
 func (t *taskState) closeIO() {
@@ -220,13 +221,17 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 		client.Close()
 		return nil, unreachable(addr, err)
 	}
+	// The state directory holds the runsc wrapper containerd executes as
+	// root and the FIFOs of every program's output, and its default
+	// outside XDG_RUNTIME_DIR is a predictable path under /tmp that
+	// someone else could make first.
+	if err := nodelocal.PrivateDir(o.StateDir); err != nil {
+		client.Close()
+		return nil, fmt.Errorf("the driver's state directory (Options.StateDir): %w", err)
+	}
 	if err := os.MkdirAll(d.fifoRoot, 0o700); err != nil {
 		client.Close()
 		return nil, fmt.Errorf("the driver's state directory: %w", err)
-	}
-	if err := privateDir(o.StateDir); err != nil {
-		client.Close()
-		return nil, err
 	}
 	if o.NodeRuntimes != nil {
 		if d.runtimes, err = nodeRuntimes(o.StateDir, o.NodeRuntimes); err != nil {
@@ -246,30 +251,6 @@ func New(ctx context.Context, o Options) (*Driver, error) {
 		}
 	}
 	return d, nil
-}
-
-// privateDir refuses a state directory another user could write to: it
-// holds the runsc wrapper containerd executes as root and the FIFOs of
-// every program's output, and its default outside XDG_RUNTIME_DIR is a
-// predictable path under /tmp that someone else could create first.
-func privateDir(dir string) error {
-	st, err := os.Lstat(dir)
-	if err != nil {
-		return fmt.Errorf("the driver's state directory: %w", err)
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !st.IsDir() || !ok || int(sys.Uid) != os.Geteuid() || st.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%w: the driver's state directory %s must be a directory of uid %d that no one else can write to (it is %v, uid %d); remove it or choose another (Options.StateDir)",
-			errdefs.ErrFailedPrecondition, dir, os.Geteuid(), st.Mode(), sysUID(sys))
-	}
-	return nil
-}
-
-func sysUID(s *syscall.Stat_t) int64 {
-	if s == nil {
-		return -1
-	}
-	return int64(s.Uid)
 }
 
 func unreachable(addr string, err error) error {
@@ -595,7 +576,7 @@ func (d *Driver) newTask(ctx context.Context, id string, rt ociRuntime, rootfs [
 		return nil, d.shimError(rt, fromGRPC(err))
 	}
 	st.pid = resp.Pid
-	st.cgroup = cgroupFilesOf(int(resp.Pid), id)
+	st.cgroup = nodelocal.CgroupsOf(int(resp.Pid), id)
 	return st, nil
 }
 

@@ -624,7 +624,8 @@ func TestLeftovers(t *testing.T) {
 }
 
 // A state directory others can write to is refused: containerd runs the
-// runsc wrapper in it as root.
+// runsc wrapper in it as root. One others can only read or enter is
+// closed to them: it lists every run's FIFOs.
 func TestStateDirMustBePrivate(t *testing.T) {
 	d := driver(t)
 	dir := filepath.Join(t.TempDir(), "state")
@@ -638,12 +639,18 @@ func TestStateDirMustBePrivate(t *testing.T) {
 	if !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("a world-writable state directory: got %v", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if _, err := os.Lstat(filepath.Join(dir, "fifo")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the driver made its FIFO directory in a state directory it refused: %v", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ok, err := containerd.New(context.Background(), containerd.Options{Address: d.Address(), StateDir: dir})
 	if err != nil {
-		t.Fatalf("a private state directory: %v", err)
+		t.Fatalf("a state directory others can read: %v", err)
 	}
 	ok.Close()
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("a state directory others could read is left open: %v, %v", fi.Mode(), err)
+	}
 }

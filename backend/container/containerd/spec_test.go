@@ -3,8 +3,6 @@ package containerd
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -296,45 +294,4 @@ func TestImageNames(t *testing.T) {
 	if familiar("docker.io/library/debian:trixie") != "debian:trixie" || familiar("docker.io/dsh-container/x:1") != "dsh-container/x:1" {
 		t.Fatal("familiar")
 	}
-}
-
-func TestFindCgroupFiles(t *testing.T) {
-	root := t.TempDir()
-	id := "dsh-abc"
-	mk := func(parts ...string) {
-		p := root
-		for _, x := range parts {
-			p += "/" + x
-		}
-		if err := mkfile(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// cgroup v1 with cpu and cpuacct mounted apart (this host's layout).
-	mk("cpuacct", "dsh-container", id, "cpuacct.usage")
-	mk("memory", "dsh-container", id, "memory.max_usage_in_bytes")
-	mk("memory", "dsh-container", id, "memory.oom_control")
-	proc := "12:pids:/dsh-container/" + id + "\n5:memory:/dsh-container/" + id + "\n3:cpuacct:/dsh-container/" + id + "\n2:cpu:/dsh-container/" + id + "\n1:name=systemd:/x\n0::/\n"
-	f := findCgroupFiles(root, proc, id)
-	if !strings.HasSuffix(f.cpu, "cpuacct/dsh-container/"+id+"/cpuacct.usage") || !strings.HasSuffix(f.memoryPeak, "memory.max_usage_in_bytes") || !strings.HasSuffix(f.oom, "memory.oom_control") {
-		t.Fatalf("v1: %+v", f)
-	}
-	// Another container's cgroup does not count.
-	if f := findCgroupFiles(root, proc, "dsh-other"); f != (cgroupFiles{}) {
-		t.Fatalf("other id: %+v", f)
-	}
-	// cgroup v2.
-	mk("dsh-container", id, "cpu.stat")
-	mk("dsh-container", id, "memory.events")
-	f = findCgroupFiles(root, "0::/dsh-container/"+id+"\n", id)
-	if !strings.HasSuffix(f.cpu, "cpu.stat") || !strings.HasSuffix(f.oom, "memory.events") || f.memoryPeak != "" {
-		t.Fatalf("v2: %+v", f)
-	}
-}
-
-func mkfile(path string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte("0\n"), 0o644)
 }

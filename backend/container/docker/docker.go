@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/dsh-container/dsh-container/backend/container"
+	"github.com/dsh-container/dsh-container/backend/container/nodelocal"
 )
 
 // apiClient is the part of the Docker client the driver uses, so tests
@@ -66,7 +67,7 @@ type Driver struct {
 	defaultRuntime string
 
 	mu      sync.Mutex
-	cgroups map[string]cgroupAccounting // container id → its accounting files
+	cgroups map[string]nodelocal.Cgroups // container id → its accounting files
 	// unsure holds, by name, the Spec of each failed create whose undo
 	// could not look under the name (a *container.LeftError named it):
 	// Remove of that name removes only a container the create made
@@ -108,7 +109,7 @@ func New(ctx context.Context) (*Driver, error) {
 		cli.Close()
 		return nil, translate(err, "")
 	}
-	d := &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]cgroupAccounting{}}
+	d := &Driver{api: dockerAPI{cli}, cli: cli, cgroups: map[string]nodelocal.Cgroups{}}
 	if info, err := cli.Info(ctx); err == nil {
 		d.runtimes = slices.Sorted(maps.Keys(info.Runtimes))
 		d.defaultRuntime = info.DefaultRuntime
