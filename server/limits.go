@@ -68,7 +68,11 @@ func parseLimits(raw json.RawMessage) (backend.Limits, error) {
 		case "memoryBytes":
 			l.MemoryBytes = int64(f)
 		case "cpus":
-			l.NanoCPUs = int64(math.Round(f * 1e9))
+			// A zero field means the runtime's own: a positive value that
+			// rounds to no nanoCPU would raise the quota, not lower it.
+			if l.NanoCPUs = int64(math.Round(f * 1e9)); l.NanoCPUs == 0 {
+				errs = append(errs, fmt.Sprintf("limits.cpus %g is below 1e-9", f))
+			}
 		case "pids":
 			l.Pids = int64(f)
 		}

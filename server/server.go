@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -316,9 +317,10 @@ func statusFor(err error) int {
 		return http.StatusTooManyRequests
 	case errdefs.IsUnavailable(err), errdefs.IsNotFound(err), errdefs.IsFailedPrecondition(err):
 		return http.StatusServiceUnavailable
-	case errdefs.IsInvalidArgument(err), errdefs.IsNotImplemented(err):
-		// Not implemented: a per-run option this runtime cannot honour
-		// (backend.ErrNotImplemented), which the request asked for.
+	case errdefs.IsInvalidArgument(err), errors.Is(err, backend.ErrNotImplemented):
+		// backend.ErrNotImplemented: a per-run option this runtime cannot
+		// honour, which the request asked for. Any other not-implemented
+		// error (a driver without a shim or OCI runtime) is the server's.
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError

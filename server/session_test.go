@@ -676,6 +676,7 @@ func TestRequestLimits(t *testing.T) {
 		{`{"wallTimeoutMs": 60000, "pids": 4096}`, "limits.wallTimeoutMs 60000 exceeds the runtime's 5000: a request may lower a limit, never raise it; limits.pids 4096 exceeds the runtime's 128"},
 		{`{"cpus": 2}`, "limits.cpus 2 exceeds the runtime's 1: a request"},
 		{`{"cpus": 1e300}`, "limits.cpus 1e+300 is out of range"},
+		{`{"cpus": 1e-10}`, "limits.cpus 1e-10 is below 1e-9"},
 		{`{"wallTimeoutMs": 1e15}`, "limits.wallTimeoutMs 1e+15 is out of range"},
 		{`{"timeoutMs": 5}`, `unknown limit "timeoutMs"`},
 		{`{"pids": 1.5}`, "limits.pids must be a positive integer"},
