@@ -657,11 +657,22 @@ func (d *Driver) Wait(ctx context.Context, id string) (<-chan container.ExitStat
 
 // Kill implements container.Driver: SIGKILL to every process of the task.
 func (d *Driver) Kill(ctx context.Context, id string) error {
-	_, err := d.tasks.Kill(d.nsCtx(ctx), &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true})
-	if err != nil {
-		return d.translate(fromGRPC(err))
+	ctx = d.nsCtx(ctx)
+	_, err := d.tasks.Kill(ctx, &tasks.KillRequest{ContainerID: id, Signal: uint32(syscall.SIGKILL), All: true})
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = d.translate(fromGRPC(err))
+	if errdefs.IsNotFound(err) {
+		return err
+	}
+	// A task whose shim is exiting answers "ttrpc: closed" rather than
+	// NotFound: a task that is gone or stopped has nothing left to kill.
+	if r, gerr := d.tasks.Get(ctx, &tasks.GetRequest{ContainerID: id}); (gerr != nil && errdefs.IsNotFound(fromGRPC(gerr))) ||
+		(gerr == nil && r.Process != nil && r.Process.Status == apitask.Status_STOPPED) {
+		return fmt.Errorf("%w: task %s has exited (kill: %v)", errdefs.ErrNotFound, id, err)
+	}
+	return err
 }
 
 // Remove implements container.Driver: the task (killed if it runs), the
