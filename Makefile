@@ -67,9 +67,46 @@ demo: images ## set up and run the demo: a program calling two host tools in a c
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.ts
 	$(BIN) run --tools examples/demo/tools.json examples/demo/demo.py
 
+# The e2e package is the long pole of `make test`: it runs as two test
+# processes side by side, the tests E2E_SHARD matches in one and every other
+# test in the other (-run and -skip of one pattern: each test runs exactly
+# once), next to the other packages. Each process labels its containers with
+# its own owner and checks its own goroutines, memory and leftovers, so the
+# two cannot see each other's; within a process the tests stay serial. Each
+# line of output is prefixed with its process; the recipe fails when any of
+# the three does. E2E_SHARD_A is half of the package's test time, balanced
+# from one run's per-test times (`go test -v`, the `--- PASS: TestX (Ns)`
+# lines): TestOCIRuntimes (406 s of 3,282 on a loaded machine) with the
+# lighter tests, every other test in the second process. A new test runs in
+# the second process until it is listed here.
+space := $(subst ,, )
+E2E_SHARD_A = TestApprovalScriptedApproverE2E TestApprovalTimeoutE2E TestBenchFloors \
+  TestConcurrentSessionsE2E TestContainerKilledFromOutside TestContainerdGVisor \
+  TestContainerdHardening TestContainerdHostile TestContainerdLyingDriver \
+  TestDoctorExplainsCrunOnHybridCgroups TestEgress TestGVisorOOMScoreAdjStaysInTheSentry \
+  TestHardening TestHostBoundsMountinfo TestHostKilledThenGC TestIdleMemory \
+  TestImageRootfsCheck TestKubernetesAgent TestLyingDriver TestMCPApprovalE2E TestMCPCancel \
+  TestMCPPrograms TestMCPStreamableHTTP TestMCPToolsList TestMCPUpstreamMemory \
+  TestOCIRuntimes TestProgramExit TestRegistryCancellationStopsDispatch \
+  TestRegistryDeniedSubCallIsARejection TestRegistryServesConcurrentCallsInSubmissionOrder \
+  TestRunCommandFailureAndCancel TestRunnerSuites TestServe TestServeAllowRuntimes \
+  TestServeMaxConnections TestServeMemoryBeforeAdmission TestServeUnderAttack \
+  TestSessionAbortDisconnectSilenceE2E TestSessionBadInputE2E TestSessionCloseCodesE2E \
+  TestTenantsE2E TestTracingCLI TestTracingMCP
+E2E_SHARD ?= ^($(subst $(space),|,$(strip $(E2E_SHARD_A))))$$
+GOTEST    = $(GO) test -race -count=1 -timeout 70m
+
 .PHONY: test
 test: images containerd-images sdk-check-image agent-image fleet-images ## run every test: unit, runner suites, e2e against the real daemon (anything missing fails)
-	$(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE) $(GO) test -race -count=1 -timeout 70m ./...
+	@set -u; export $(REQUIRE_DAEMON) DSH_SDKGEN_COMPILE_IMAGE=$(SDK_CHECK_IMAGE); \
+	pkgs=$$($(GO) list ./... | grep -v '/e2e$$'); \
+	run() { name=$$1; shift; ( set -o pipefail; "$$@" 2>&1 | sed -u "s/^/[$$name] /" ); }; \
+	run pkgs $(GOTEST) $$pkgs & p1=$$!; \
+	run e2e-a $(GOTEST) -run '$(E2E_SHARD)' ./e2e/ & p2=$$!; \
+	run e2e-b $(GOTEST) -skip '$(E2E_SHARD)' ./e2e/ & p3=$$!; \
+	rc=0; for p in $$p1 $$p2 $$p3; do wait $$p || rc=1; done; \
+	[ $$rc = 0 ] && echo "make test: every package passed" || echo "make test: FAIL (see the [pkgs], [e2e-a] and [e2e-b] lines above)"; \
+	exit $$rc
 
 .PHONY: unit
 unit: ## run the tests that need no daemon, without touching it (DSH_TEST_DAEMON=off)
